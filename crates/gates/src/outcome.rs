@@ -1,0 +1,116 @@
+//! What an evaluation produced: the plain records every layer above the gates stores.
+//!
+//! These types carry no device handle, so the lineage, the cache and the replay
+//! backend can read and write them on a machine without a GPU.
+
+use evo_genome::{Genome, GenomeId, Problem};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How an evaluation ended. Failures are data: a search records them and moves on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Passed GREEN and was timed by FAST.
+    Ok,
+    /// Rejected by a validity rule before compiling.
+    Invalid,
+    /// NVRTC refused it (the log is kept in `detail`).
+    CompileFailed,
+    /// Ran, but the output was wrong (the GREEN report is kept in `detail`).
+    GreenFailed,
+    /// The launch or the context failed (illegal address, launch error, dead worker).
+    RuntimeFailed,
+    /// The worker did not answer in time (a hang).
+    Timeout,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Invalid => "invalid",
+            Status::CompileFailed => "compile_failed",
+            Status::GreenFailed => "green_failed",
+            Status::RuntimeFailed => "runtime_failed",
+            Status::Timeout => "timeout",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// One timed shape: median and spread over repeats of many back-to-back launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub problem: Problem,
+    /// Median time of one call, microseconds.
+    pub median_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+    /// Number of repeats the median is taken over.
+    pub repeats: u32,
+    /// Launches between the two events of one repeat.
+    pub launches_per_repeat: u32,
+    /// `events` (back-to-back launches between CUDA events) or `graph` (CUDA-graph replay).
+    pub method: String,
+    /// Achieved TFLOP/s at the median (4·B·H·Lq·Lk·D, halved for causal).
+    pub tflops: f64,
+}
+
+/// Compiler resource figures of the forward kernel, as ptxas reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resources {
+    pub registers: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    pub stack_frame: u32,
+    /// Dynamic shared memory the kernel is launched with.
+    pub smem_bytes: u32,
+}
+
+/// The result of evaluating one genome on one objective on one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    pub genome_id: GenomeId,
+    pub genome: Genome,
+    /// Device name as the driver reports it, e.g. `NVIDIA H100 80GB HBM3`.
+    pub device: String,
+    pub status: Status,
+    /// Objective value in microseconds (lower is better): the median on one shape, or the
+    /// geometric mean of the medians over a suite. `None` unless `status` is `Ok`.
+    #[serde(default)]
+    pub score_us: Option<f64>,
+    /// Per-shape timings behind the score.
+    #[serde(default)]
+    pub timings: Vec<Timing>,
+    #[serde(default)]
+    pub resources: Option<Resources>,
+    /// Why it failed (rule, compile log excerpt, GREEN report, fault), empty when ok.
+    #[serde(default)]
+    pub detail: String,
+}
+
+impl Evaluation {
+    /// A failed evaluation with its reason.
+    pub fn failed(genome: Genome, device: &str, status: Status, detail: impl Into<String>) -> Self {
+        Evaluation {
+            genome_id: genome.id(),
+            genome,
+            device: device.to_string(),
+            status,
+            score_us: None,
+            timings: Vec::new(),
+            resources: None,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.status == Status::Ok && self.score_us.is_some()
+    }
+}

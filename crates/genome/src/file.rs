@@ -1,0 +1,110 @@
+//! Genome TOML files: `name`, `description` and a `[genes]` table.
+//!
+//! ```toml
+//! # v7a: v6a plus cp.async and one producer warp (the seeds' last hand version)
+//! name = "v7a"
+//! description = "..."
+//!
+//! [genes]
+//! qk_math = "wmma"
+//! # ... every gene, none missing, none unknown
+//! ```
+//! Every gene must be present: a genome file is a complete design, and a gene
+//! silently defaulted would make two different kernels look the same.
+
+use crate::genes::Genome;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A named genome as stored in `genomes/*.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenomeFile {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    pub genes: Genome,
+}
+
+/// Errors reading or writing genome files; each names the file, and where it can, the line.
+#[derive(Debug, Error)]
+pub enum GenomeError {
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl GenomeFile {
+    /// Parses TOML text; `path` only labels errors.
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<GenomeFile, GenomeError> {
+        toml::from_str(text).map_err(|e| parse_error(text, path, &e))
+    }
+
+    /// Reads and parses a genome file.
+    pub fn load(path: &Path) -> Result<GenomeFile, GenomeError> {
+        let text = std::fs::read_to_string(path).map_err(|source| GenomeError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml_str(&text, path)
+    }
+
+    /// The TOML text of this file (genes in canonical order).
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string(self).expect("a genome always serializes")
+    }
+
+    /// Writes the file, with an optional comment header.
+    pub fn save(&self, path: &Path, header: &str) -> Result<(), GenomeError> {
+        let mut text = String::new();
+        for line in header.lines() {
+            text.push_str("# ");
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.push_str(&self.to_toml_string());
+        std::fs::write(path, text).map_err(|source| GenomeError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// Turns a toml error into one that names file, line, column and (in toml's message) the field.
+pub fn parse_error(text: &str, path: &Path, e: &toml::de::Error) -> GenomeError {
+    let (line, column) = match e.span() {
+        Some(span) => line_col(text, span.start),
+        None => (1, 1),
+    };
+    GenomeError::Parse {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message: e.message().trim().to_string(),
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}

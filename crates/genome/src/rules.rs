@@ -1,0 +1,274 @@
+//! Validity rules: the only place that decides whether a genome can exist on a device.
+//!
+//! A rule excludes a genome only when it cannot work: a device resource limit
+//! (shared memory, the register file), or a combination that has no meaning
+//! (P in registers needs a fragment layout that is also an A operand). Each rule
+//! is named, explains itself, and says how to fix the genome. Anything the
+//! template merely lacks is a template bug, never a rule.
+
+use crate::genes::{Genome, Math, Residence, SmemLayout};
+use crate::problem::HeadDim;
+use crate::target::Target;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The validity rules, in the order they are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// P can stay in registers only when the C fragment of S *is* the A fragment of P.
+    PRegsNeedsMma,
+    /// An O accumulator in registers must be rescaled per row; the owner of a row must be known.
+    ORegsNeedsKnownLayout,
+    /// `wmma::load_matrix_sync` reads a pointer plus a leading dimension, never an XOR swizzle.
+    SwizzleNeedsAddressedLoads,
+    /// Register-resident mma state is owned by warps in whole 16-row slices.
+    WarpRowsPerSlice,
+    /// The accumulators that must live in registers fit in the register file of one thread.
+    RegisterFile,
+    /// The CTA's shared memory fits the device's per-block limit.
+    SharedMemory,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 6] = [
+        Rule::PRegsNeedsMma,
+        Rule::ORegsNeedsKnownLayout,
+        Rule::SwizzleNeedsAddressedLoads,
+        Rule::WarpRowsPerSlice,
+        Rule::RegisterFile,
+        Rule::SharedMemory,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::PRegsNeedsMma => "p_regs_needs_mma",
+            Rule::ORegsNeedsKnownLayout => "o_regs_needs_known_layout",
+            Rule::SwizzleNeedsAddressedLoads => "swizzle_needs_addressed_loads",
+            Rule::WarpRowsPerSlice => "warp_rows_per_slice",
+            Rule::RegisterFile => "register_file",
+            Rule::SharedMemory => "shared_memory",
+        }
+    }
+
+    /// Why the rule exists.
+    pub fn why(self) -> &'static str {
+        match self {
+            Rule::PRegsNeedsMma => {
+                "P stays in registers only if the C fragment of S is laid out as the A fragment \
+                 of P·V; that holds for mma.sync m16n8k16 alone (WMMA layouts are unspecified, \
+                 scalar threads own no fragment)"
+            }
+            Rule::ORegsNeedsKnownLayout => {
+                "each O row is rescaled by exp(m - m') per tile; with WMMA the accumulator \
+                 fragment's row ownership is unspecified, so a register O cannot be rescaled"
+            }
+            Rule::SwizzleNeedsAddressedLoads => {
+                "wmma::load_matrix_sync reads a tile as pointer + leading dimension; an XOR \
+                 swizzled tile is not strided, so WMMA cannot read it"
+            }
+            Rule::WarpRowsPerSlice => {
+                "register-resident mma state (P, or O with mma P·V) is owned by one warp per \
+                 16-row slice, so block_m must split into whole slices per warp"
+            }
+            Rule::RegisterFile => {
+                "register-resident accumulators (O, and S/P on the register path) must fit the \
+                 255 registers one thread can address"
+            }
+            Rule::SharedMemory => "the CTA's shared memory must fit the device's per-block limit",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One failed rule: which, why, and how to fix the genome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    pub rule: Rule,
+    /// What in this genome breaks the rule, with numbers.
+    pub detail: String,
+    /// A change that makes the genome valid.
+    pub fix: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rule `{}` failed: {} ({}); fix: {}",
+            self.rule,
+            self.detail,
+            self.rule.why(),
+            self.fix
+        )
+    }
+}
+
+/// Byte sizes of the CTA's shared-memory regions, in the order the template lays them out.
+///
+/// The kernel template computes the same layout from its macros and
+/// `static_assert`s that the total equals [`SmemPlan::total`], which the host
+/// passes as `EVO_SMEM_BYTES`: host and template cannot drift apart silently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmemPlan {
+    pub q: u32,
+    pub kv: u32,
+    pub s_p: u32,
+    pub stats: u32,
+    pub o: u32,
+}
+
+impl SmemPlan {
+    pub fn new(g: &Genome, head_dim: HeadDim) -> SmemPlan {
+        let d = head_dim.get();
+        let bm = g.block_m.get();
+        let bn = g.block_n.get();
+        let pitch = d + if g.smem_layout == SmemLayout::Padded { 8 } else { 0 };
+        let q = bm * pitch * 2;
+        let kv = g.stages.get() * 2 * bn * pitch * 2;
+        let s_p = match g.p_path {
+            Residence::Regs => 0,
+            Residence::Smem => bm * (bn + 4) * 4 + bm * (bn + 8) * 2,
+        };
+        let stats = 3 * bm * 4;
+        let o = match g.o_accum {
+            Residence::Regs => 0,
+            Residence::Smem => bm * (d + 4) * 4,
+        };
+        SmemPlan {
+            q,
+            kv,
+            s_p,
+            stats,
+            o,
+        }
+    }
+
+    pub fn total(&self) -> u32 {
+        self.q + self.kv + self.s_p + self.stats + self.o
+    }
+}
+
+/// Floats per thread that the genome requires to live in registers.
+pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
+    let d = head_dim.get();
+    let bm = g.block_m.get();
+    let bn = g.block_n.get();
+    let warps = g.warps.get();
+    // m16 slices per warp, rounded up: a warp that owns a partial slice still holds whole fragments.
+    let slices = bm.div_ceil(16 * warps).max(1);
+    let o = match (g.o_accum, g.pv_math) {
+        (Residence::Smem, _) => 0,
+        // m16n8 C fragments: 4 floats per lane per 8 columns of D.
+        (Residence::Regs, Math::Mma) => slices * (d / 8) * 4,
+        // scalar: the CTA's O tile spread evenly over the compute threads.
+        (Residence::Regs, _) => (bm * d).div_ceil(warps * 32),
+    };
+    let s = match g.p_path {
+        Residence::Smem => 0,
+        Residence::Regs => slices * (bn / 8) * 4,
+    };
+    o + s
+}
+
+/// Checks every rule; returns all violations (empty when valid).
+pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violation> {
+    let mut out = Vec::new();
+
+    if g.p_path == Residence::Regs && (g.qk_math != Math::Mma || g.pv_math != Math::Mma) {
+        out.push(Violation {
+            rule: Rule::PRegsNeedsMma,
+            detail: format!(
+                "p_path = \"regs\" with qk_math = \"{}\", pv_math = \"{}\"",
+                g.qk_math, g.pv_math
+            ),
+            fix: "set p_path = \"smem\", or qk_math = pv_math = \"mma\"".into(),
+        });
+    }
+
+    if g.o_accum == Residence::Regs && g.pv_math == Math::Wmma {
+        out.push(Violation {
+            rule: Rule::ORegsNeedsKnownLayout,
+            detail: "o_accum = \"regs\" with pv_math = \"wmma\"".into(),
+            fix: "set o_accum = \"smem\", or pv_math = \"mma\" or \"scalar\"".into(),
+        });
+    }
+
+    if g.smem_layout == SmemLayout::Swizzled
+        && (g.qk_math == Math::Wmma || g.pv_math == Math::Wmma)
+    {
+        out.push(Violation {
+            rule: Rule::SwizzleNeedsAddressedLoads,
+            detail: format!(
+                "smem_layout = \"swizzled\" with qk_math = \"{}\", pv_math = \"{}\"",
+                g.qk_math, g.pv_math
+            ),
+            fix: "set smem_layout = \"padded\" (also conflict-free for WMMA), or use mma".into(),
+        });
+    }
+
+    let register_mma = g.p_path == Residence::Regs
+        || (g.o_accum == Residence::Regs && g.pv_math == Math::Mma);
+    let slice_rows = 16 * g.warps.get();
+    if register_mma && g.block_m.get() % slice_rows != 0 {
+        out.push(Violation {
+            rule: Rule::WarpRowsPerSlice,
+            detail: format!(
+                "block_m = {} is not a multiple of 16 x warps = {}",
+                g.block_m, slice_rows
+            ),
+            fix: format!(
+                "raise block_m to a multiple of {slice_rows}, or lower warps to at most {}",
+                (g.block_m.get() / 16).max(1)
+            ),
+        });
+    }
+
+    let regs = register_accumulators(g, head_dim);
+    if regs > target.regs_per_thread() {
+        out.push(Violation {
+            rule: Rule::RegisterFile,
+            detail: format!(
+                "{regs} accumulator floats per thread (block_m = {}, block_n = {}, warps = {}, \
+                 D = {head_dim}) exceed {} registers",
+                g.block_m,
+                g.block_n,
+                g.warps,
+                target.regs_per_thread()
+            ),
+            fix: "raise warps, lower block_m / block_n, or keep O (o_accum) in \"smem\"".into(),
+        });
+    }
+
+    let smem = SmemPlan::new(g, head_dim);
+    if smem.total() > target.smem_per_block() {
+        out.push(Violation {
+            rule: Rule::SharedMemory,
+            detail: format!(
+                "{} bytes of shared memory (Q {} + K/V {} + S/P {} + stats {} + O {}) at D = {head_dim} \
+                 exceed {} bytes on {target}",
+                smem.total(),
+                smem.q,
+                smem.kv,
+                smem.s_p,
+                smem.stats,
+                smem.o,
+                target.smem_per_block()
+            ),
+            fix: "lower stages, block_n or block_m, or move P (p_path) / O (o_accum) to \"regs\""
+                .into(),
+        });
+    }
+
+    out
+}
+
+/// True when no rule fails.
+pub fn is_valid(g: &Genome, head_dim: HeadDim, target: Target) -> bool {
+    violations(g, head_dim, target).is_empty()
+}

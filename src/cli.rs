@@ -1,0 +1,43 @@
+//! The command line: one subcommand per verb, each verb's arguments in its own module.
+
+use crate::commands;
+use clap::{Parser, Subcommand};
+
+/// Evolutionary search for FlashAttention-style CUDA attention kernels.
+///
+/// A genome (genomes/*.toml) names every design choice of a forward kernel; `evo`
+/// compiles it through one CUDA template (kernels/attention.cu), checks it against
+/// a reference (GREEN), times it (FAST), and evolves better ones.
+#[derive(Debug, Parser)]
+#[command(name = "evo", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Count the valid genomes per device and head dimension.
+    Space(commands::space::SpaceArgs),
+    /// Compile a genome with NVRTC and print defines, PTX or the ptxas resource report.
+    Compile(commands::compile::CompileArgs),
+    /// Run the GREEN gate (correctness) and then FAST (timing) on a genome or a .cu file.
+    Gate(commands::gate::GateArgs),
+    /// Time genomes against the cuBLAS hybrid and PyTorch SDPA on a suite of shapes.
+    Bench(commands::bench::BenchArgs),
+    /// Evolve kernels: on the GPU if there is one, else on a recorded landscape.
+    Evolve(commands::evolve::EvolveArgs),
+    /// Print an experiment's lineage: the path from the root to the champion.
+    Lineage(commands::lineage::LineageArgs),
+    /// For each kind of gene change: how often it was tried, how often it helped.
+    Insights(commands::insights::InsightsArgs),
+    /// Re-evaluate an experiment's lineage on the GPU at hand: then vs now.
+    Replay(commands::replay::ReplayArgs),
+    /// Compare search strategies on a recorded landscape over many seeds.
+    Strategies(commands::strategies::StrategiesArgs),
+    /// Measure every genome of a declared sub-space and record the landscape.
+    Landscape(commands::landscape::LandscapeArgs),
+    /// Internal: evaluate candidates sent as JSON lines on stdin (one child per GPU).
+    #[command(hide = true)]
+    Worker(commands::worker::WorkerArgs),
+}

@@ -1,0 +1,31 @@
+//! One module per subcommand; each owns its clap arguments and its `run`.
+
+pub mod bench;
+pub mod compile;
+pub mod evolve;
+pub mod gate;
+pub mod insights;
+pub mod landscape;
+pub mod lineage;
+pub mod replay;
+pub mod space;
+pub mod strategies;
+pub mod worker;
+
+use crate::cli::Command;
+
+pub fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Space(a) => space::run(a),
+        Command::Compile(a) => compile::run(a),
+        Command::Gate(a) => gate::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Evolve(a) => evolve::run(a),
+        Command::Lineage(a) => lineage::run(a),
+        Command::Insights(a) => insights::run(a),
+        Command::Replay(a) => replay::run(a),
+        Command::Strategies(a) => strategies::run(a),
+        Command::Landscape(a) => landscape::run(a),
+        Command::Worker(a) => worker::run(a),
+    }
+}
