@@ -19,7 +19,15 @@
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-#include <mma.h>
+
+// Optional register cap (0 = none); see "Register budget" in section 10.
+#ifndef EVO_MAX_REGS
+#define EVO_MAX_REGS 0
+#endif
+
+#if EVO_QK_MATH == 1 || EVO_PV_MATH == 1
+#include <mma.h>  // nvcuda::wmma, only where a WMMA path is compiled (needs crt/mma.h too)
+#endif
 
 // ============================================================ 1. configuration
 
@@ -76,8 +84,12 @@ constexpr int kStatsOff = kPOff + kPBytes;
 constexpr int kOOff = kStatsOff + kStatsBytes;
 constexpr int kSmemTotal = kOOff + kOBytes;
 
-// Register-resident mma state: each warp owns whole m16 slices of the CTA's rows.
-constexpr int kSlices = (kBM / 16) / kWarps > 0 ? (kBM / 16) / kWarps : 1;
+// Register-resident mma state (P in registers, or O in registers with mma P.V):
+// each warp owns kSlices whole m16 slices of the CTA's rows.
+#define EVO_REG_MMA_STATE (EVO_P_REGS || (EVO_O_REGS && EVO_PV_MATH == 2))
+#if EVO_REG_MMA_STATE
+constexpr int kSlices = kBM / (16 * kWarps);
+#endif
 
 static_assert(kD == 64 || kD == 128, "EVO_HEAD_DIM must be 64 or 128");
 static_assert(kBM == 16 || kBM == 32 || kBM == 64 || kBM == 128, "EVO_BLOCK_M must be 16, 32, 64 or 128");
@@ -97,11 +109,11 @@ static_assert(!EVO_O_REGS || EVO_PV_MATH != kWmma,
               "rule o_regs_needs_known_layout: the WMMA accumulator layout is unspecified, "
               "so O rows cannot be rescaled in registers");
 static_assert(EVO_SMEM_LAYOUT != kSwizzled || (EVO_QK_MATH != kWmma && EVO_PV_MATH != kWmma),
-              "rule swizzle_excludes_wmma: load_matrix_sync needs a strided layout");
-static_assert(!(EVO_P_REGS || (EVO_O_REGS && EVO_PV_MATH == kMma)) || kBM % (16 * kWarps) == 0,
-              "rule warp_owns_m16_slices: register-resident mma state needs BLOCK_M % (16*WARPS) == 0");
+              "rule swizzle_needs_addressed_loads: load_matrix_sync needs a strided layout");
+static_assert(!EVO_REG_MMA_STATE || kBM % (16 * kWarps) == 0,
+              "rule warp_rows_per_slice: register-resident mma state needs BLOCK_M % (16*WARPS) == 0");
 static_assert(kSmemTotal == EVO_SMEM_BYTES,
-              "shared-memory plan of the template differs from the host's EVO_SMEM_BYTES");
+              "shared-memory plan mismatch: the template's layout total differs from the host's EVO_SMEM_BYTES (formula in kernels/ABI.md)");
 
 }  // namespace evo
 
@@ -799,7 +811,7 @@ __device__ __forceinline__ void epilogue_smem(const Out& out, const float* sO, c
 }
 #endif
 
-#if EVO_O_REGS && (EVO_P_REGS || EVO_PV_MATH == 2)
+#if EVO_O_REGS && EVO_REG_MMA_STATE
 // O in mma C fragments; m, l per (slice, half) already quad-reduced.
 __device__ __forceinline__ void epilogue_frags(const Out& out, const float (&o)[kSlices][kD / 8][4],
                                                const float (&m)[kSlices][2],
@@ -826,8 +838,23 @@ __device__ __forceinline__ void epilogue_frags(const Out& out, const float (&o)[
 
 using namespace evo;
 
+// Register budget. __launch_bounds__ makes ptxas ignore NVRTC's --maxrregcount
+// (measured: NVRTC 13.5, sm_90), so a register cap must come from the source:
+// with EVO_MAX_REGS > 0 the kernel is declared __maxnreg__(cap) instead, cap
+// also clipped to what EVO_MIN_BLOCKS resident blocks of kThreads allow (the
+// register file is 64K per SM, allocated per warp in units of 8 per thread).
+// The two qualifiers cannot be combined on one kernel.
+#if EVO_MAX_REGS > 0
+constexpr int kMinBlocksRegs = (65536 / (kThreads * EVO_MIN_BLOCKS)) / 8 * 8;
+constexpr int kRegCap = EVO_MAX_REGS < kMinBlocksRegs ? EVO_MAX_REGS : kMinBlocksRegs;
+static_assert(kRegCap >= 24, "EVO_MAX_REGS too small to compile the kernel");
+#define EVO_FWD_BOUNDS __maxnreg__(kRegCap > 255 ? 255 : kRegCap)
+#else
+#define EVO_FWD_BOUNDS __launch_bounds__(kThreads, EVO_MIN_BLOCKS)
+#endif
+
 // grid (ceil(Lq/BM), B*H, SPLIT_KV), block (WARPS+PRODUCER_WARPS)*32, smem EVO_SMEM_BYTES.
-extern "C" __global__ void __launch_bounds__(kThreads, EVO_MIN_BLOCKS)
+extern "C" __global__ void EVO_FWD_BOUNDS
 evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
                   const elem_t* __restrict__ V, elem_t* __restrict__ O, float* __restrict__ ws_o,
                   float* __restrict__ ws_lse, int B, int H, int Lq, int Lk, int causal,

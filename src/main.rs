@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod gpu;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -1,1 +1,10 @@
+//! The `evo` binary's integration tests: one test binary, one module per area.
 
+// `evo space`: the valid-space table and its arguments.
+mod cli_space;
+// `evo compile`: reports, defines, and the errors for invalid, malformed and uncompilable input.
+mod cli_compile;
+// Shared helpers: run the built binary from the repository root.
+mod util;
+// `evo evolve`, `lineage`, `insights`, `strategies` end to end on the synthetic landscape fixture.
+mod search;

@@ -1,8 +1,234 @@
-//! `evo bench` (being built).
+//! `evo bench`: candidates against the baselines, in one run, timed the same way.
+//!
+//! Candidates (genomes, `.cu` files) and the cuBLAS hybrid pass GREEN's quick suite
+//! first (FAST never times a wrong kernel), then FAST times each shape of the suite
+//! and re-checks the output after timing. PyTorch SDPA (cuDNN, flash, efficient) runs
+//! last through scripts/sdpa_baseline.py when torch is importable, after this process
+//! has freed its buffers. One table per shape: µs, TFLOP/s, speedup vs each baseline.
+
+use anyhow::{bail, Context};
+use evo_codegen::Toolchain;
+use evo_gates::baselines::{run_sdpa, torch_available};
+use evo_gates::compile::{compile_all, cublas_hybrid, load_family, variants_for, KernelSource};
+use evo_gates::green::{check_once, run_green, GreenOptions};
+use evo_gates::inputs::{launch_seed, Inputs};
+use evo_gates::report::{bench_table, green_table, Row};
+use evo_gates::{time_problem, AttentionKernel, Device, FastOptions, GreenSuite, TimingSuite};
+use evo_genome::{Dtype, GenomeFile, Problem};
+use std::path::PathBuf;
+use std::time::Instant;
 
 #[derive(Debug, clap::Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// Genome files (genomes/*.toml).
+    pub genomes: Vec<PathBuf>,
+    /// Hand-written kernel files under kernels/ABI.md (repeatable).
+    #[arg(long = "source", value_name = "FILE.cu")]
+    pub sources: Vec<PathBuf>,
+    /// The shapes: the seed shape, or B1 H8 L512 D64 / B4 H16 L1024 D64 / B2 H16 L4096 D128,
+    /// each causal and not.
+    #[arg(long, default_value = "anchors", value_parser = ["seed", "anchors"])]
+    pub suite: String,
+    #[arg(long, default_value = "f16", value_parser = ["f16", "bf16"])]
+    pub dtype: String,
+    #[arg(long, default_value_t = 2026, env = "EVO_SEED")]
+    pub seed: u64,
+    /// Skip the PyTorch SDPA baselines even when torch is importable.
+    #[arg(long)]
+    pub no_sdpa: bool,
+    #[arg(long, default_value = "scripts/sdpa_baseline.py")]
+    pub sdpa_script: PathBuf,
+    /// Write one JSON object per kernel × shape here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
 
-pub fn run(_args: BenchArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`evo bench` is not built yet")
+/// GREEN (quick suite), then FAST on each problem with a re-check after timing.
+fn gate_and_time(
+    kernel: &mut dyn AttentionKernel,
+    id: Option<&str>,
+    device: &str,
+    problems: &[Problem],
+    seed: u64,
+    rows: &mut Vec<Row>,
+) -> anyhow::Result<()> {
+    let name = kernel.name().to_string();
+    let cases = GreenSuite::Quick.cases();
+    let green = run_green(
+        kernel,
+        &cases,
+        GreenOptions {
+            seed,
+            stop_at_first_failure: true,
+        },
+    )?;
+    if !green.passed() {
+        let failures: Vec<Row> = green
+            .cases
+            .iter()
+            .map(|c| Row::green(&name, id, device, c))
+            .collect();
+        eprint!("{}", green_table(&failures));
+        rows.extend(failures);
+        eprintln!("{name}: GREEN failed, not timed");
+        return Ok(());
+    }
+    let fast = FastOptions::default();
+    for (n, p) in problems.iter().enumerate() {
+        let timing = time_problem(kernel, p, launch_seed(seed, 1000 + n, 0), &fast)?;
+        let check = check_once(
+            kernel,
+            &Inputs::random(p, launch_seed(seed, 2000 + n, 0), 1.0),
+        )?;
+        if let Some(f) = check.failure {
+            rows.push(Row::not_run(
+                &name,
+                id,
+                device,
+                p,
+                "fail",
+                format!("re-check after timing: {f}"),
+            ));
+            eprintln!("{name} {p}: failed the re-check after timing: {f}");
+            continue;
+        }
+        eprintln!(
+            "{name} {p}: {:.2} µs ({} x{}), {:.1} TFLOP/s",
+            timing.median_us, timing.method, timing.launches_per_repeat, timing.tflops
+        );
+        rows.push(Row::timed(&name, id, device, &timing));
+    }
+    Ok(())
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let dtype = if args.dtype == "bf16" {
+        Dtype::Bf16
+    } else {
+        Dtype::F16
+    };
+    let problems = TimingSuite::parse(&args.suite)
+        .expect("clap checked")
+        .problems(dtype);
+    let mut sources = Vec::new();
+    for path in &args.genomes {
+        let f = GenomeFile::load(path)?;
+        sources.push(KernelSource::Genome {
+            name: f.name,
+            genome: f.genes,
+        });
+    }
+    for path in &args.sources {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        sources.push(KernelSource::File {
+            path: path.display().to_string(),
+            text,
+        });
+    }
+    let device = Device::open(0)?;
+    let target = device
+        .target()
+        .with_context(|| format!("{} is not a known target (sm_89, sm_90)", device.name()))?;
+    let dev = device.name().to_string();
+    let tc = Toolchain::discover()?;
+    let mut needed: Vec<Problem> = GreenSuite::Quick
+        .cases()
+        .iter()
+        .map(|c| c.problem)
+        .collect();
+    needed.extend(&problems);
+    let start = Instant::now();
+    let built = compile_all(&tc, &sources, &variants_for(&needed), target);
+    eprintln!(
+        "compiled {} kernels in {:.1} s; GPU: {dev}",
+        sources.len(),
+        start.elapsed().as_secs_f64()
+    );
+
+    let mut rows = Vec::new();
+    for (source, variants) in sources.iter().zip(&built) {
+        let id = source.genome().map(|g| g.id().to_string());
+        if let Some(v) = variants.iter().find(|v| v.result.is_err()) {
+            let why = v.result.as_ref().err().cloned().unwrap_or_default();
+            eprintln!(
+                "{}: D{} {} not built: {why}",
+                source.name(),
+                v.head_dim,
+                v.dtype
+            );
+        }
+        let mut family = load_family(&device, source.name(), variants)?;
+        let runnable: Vec<Problem> = problems
+            .iter()
+            .copied()
+            .filter(|p| family.supports(p))
+            .collect();
+        gate_and_time(
+            &mut family,
+            id.as_deref(),
+            &dev,
+            &runnable,
+            args.seed,
+            &mut rows,
+        )?;
+    }
+    {
+        let mut hybrid = cublas_hybrid(&tc, &device, target)?;
+        gate_and_time(&mut hybrid, None, &dev, &problems, args.seed, &mut rows)?;
+    }
+    drop(device);
+
+    let mut baselines = vec!["cublas-hybrid".to_string()];
+    if args.no_sdpa {
+        eprintln!("SDPA baselines skipped (--no-sdpa)");
+    } else if !torch_available() {
+        eprintln!(
+            "SDPA baselines skipped: `python3 -c 'import torch'` failed or torch sees no GPU"
+        );
+    } else {
+        for r in run_sdpa(&args.sdpa_script, &problems, args.seed)? {
+            let kernel = format!("sdpa-{}", r.backend);
+            if !baselines.contains(&kernel) {
+                baselines.push(kernel.clone());
+            }
+            let mut row =
+                Row::not_run(&kernel, None, &r.device, &r.problem, "timed", String::new());
+            row.reason = r.error.clone();
+            if r.error.is_some() {
+                row.verdict = "error".into();
+            }
+            row.median_us = r.median_us;
+            row.min_us = r.min_us;
+            row.max_us = r.max_us;
+            row.tflops = r.tflops;
+            row.rel_frob = r.rel_frob;
+            row.max_abs = r.max_abs;
+            row.method = r.median_us.map(|_| "graph".to_string());
+            rows.push(row);
+        }
+    }
+    let timed: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.median_us.is_some())
+        .cloned()
+        .collect();
+    print!("{}", bench_table(&timed, &baselines));
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        eprintln!("wrote {} rows to {}", rows.len(), path.display());
+    }
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.verdict == "fail")
+        .map(|r| r.kernel.as_str())
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "kernels failed GREEN and were not timed: {}",
+            failed.join(", ")
+        );
+    }
+    Ok(())
 }

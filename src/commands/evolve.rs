@@ -1,8 +1,546 @@
-//! `evo evolve` (being built).
+//! `evo evolve`: run a search and write an experiment folder.
+//!
+//! ```text
+//! experiments/<name>/
+//!   experiment.toml     what was asked (re-run with --experiment to resume)
+//!   evaluations.jsonl   the evaluation cache, one record per evaluation
+//!   lineage.json        every candidate and the operators that made it
+//!   report.md           champion, evolution path, gene-change insights
+//!   best_so_far.svg     best latency against evaluations
+//! ```
+//! With `--backend auto` the search runs on the GPU when a CUDA device is present,
+//! else it replays the recorded landscape and says so on its first line.
+
+use crate::gpu::{GpuEvaluator, GpuPlan};
+use anyhow::{bail, Context};
+use evo_gates::GreenSuite;
+use std::time::Duration;
+use evo_genome::{GenomeFile, Problem, Target};
+use evo_lineage::{
+    plot_best_so_far, render_insights, render_markdown, Lineage, LineageMeta, PlotError,
+};
+use evo_mutator::{
+    search, Backend, BudgetConfig, EvaluationCache, Evaluator, EvolutionParams, ExperimentConfig,
+    Landscape, LandscapeEvaluator, SearchConfig, SearchOutcome, SearchSpace, Sinks, StopReason,
+    StrategyKind, WallClock, EXPERIMENT_FILE,
+};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The landscape `auto` replays without a GPU: recorded on the lent H100 by `evo landscape`.
+pub const DEFAULT_LANDSCAPE: &str = "experiments/2026-11-22-h100-landscape";
 
 #[derive(Debug, clap::Args)]
-pub struct EvolveArgs {}
+pub struct EvolveArgs {
+    /// Search strategy [default: evolutionary].
+    #[arg(long, value_parser = ["evolutionary", "random", "exhaustive"])]
+    pub strategy: Option<String>,
+    /// Stop after this many evaluations (cache hits included) [default: 200].
+    #[arg(long, conflicts_with = "minutes")]
+    pub budget: Option<usize>,
+    /// Stop after this many minutes of wall time instead.
+    #[arg(long)]
+    pub minutes: Option<f64>,
+    /// Seed of the search's RNG: same seed and same measurements, same lineage [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Experiment folder; an existing one is resumed from its experiment.toml
+    /// [default: experiments/<date>-<device>-<strategy>-s<seed>].
+    #[arg(long)]
+    pub experiment: Option<PathBuf>,
+    /// auto (GPU if present, else replay of the recorded landscape), gpu, or replay:DIR
+    /// [default: auto].
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Candidates per generation [default: 16].
+    #[arg(long)]
+    pub population: Option<usize>,
+    /// Folder of the named seed genomes.
+    #[arg(long, default_value = "genomes")]
+    pub genomes: PathBuf,
+    /// The landscape `--backend auto` replays when there is no CUDA device.
+    #[arg(long, default_value = DEFAULT_LANDSCAPE)]
+    pub landscape: PathBuf,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
 
-pub fn run(_args: EvolveArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`evo evolve` is not built yet")
+/// The GPU backend: compiles each generation in parallel here and runs GREEN (the
+/// quick suite, plus every case of the objective's shape) and FAST in a child worker
+/// (see `crate::gpu`). The target is the GPU's own, whatever the config guessed.
+fn gpu_evaluator(problem: &Problem) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
+    let evaluator = GpuEvaluator::start(GpuPlan {
+        green_cases: GreenSuite::Quick.cases(),
+        objective: vec![*problem],
+        seed: 2026,
+        timeout: Duration::from_secs(60),
+        cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+    })?;
+    let target = evaluator.target();
+    Ok((Box::new(evaluator), target))
+}
+
+/// True when the NVIDIA driver reports at least one GPU. Only chooses the `auto`
+/// backend; the GPU evaluator itself checks the device properly.
+fn cuda_device_present() -> bool {
+    std::fs::read_dir("/proc/driver/nvidia/gpus").is_ok_and(|mut d| d.next().is_some())
+}
+
+/// `YYYY-MM-DD` (UTC) of now, for default experiment names.
+pub(crate) fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Days to civil date (Howard Hinnant's algorithm).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// The named genomes in `dir`, by name.
+fn load_genomes(dir: &Path) -> anyhow::Result<BTreeMap<String, GenomeFile>> {
+    let mut out = BTreeMap::new();
+    let entries = std::fs::read_dir(dir).with_context(|| {
+        format!(
+            "{}: cannot list the named genomes (use --genomes DIR)",
+            dir.display()
+        )
+    })?;
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let file = GenomeFile::load(&path)?;
+            out.insert(file.name.clone(), file);
+        }
+    }
+    Ok(out)
+}
+
+/// The config from the command line, or the experiment's own file when it exists
+/// (then any option given must agree with it).
+fn resolve_config(
+    args: &EvolveArgs,
+    dir: &Path,
+    genomes: &BTreeMap<String, GenomeFile>,
+) -> anyhow::Result<ExperimentConfig> {
+    let path = dir.join(EXPERIMENT_FILE);
+    if path.exists() {
+        let config = ExperimentConfig::load(&path)?;
+        let clash = |field: &str, given: String, recorded: String| -> anyhow::Result<()> {
+            if given != recorded {
+                bail!(
+                    "{}: records {field} = {recorded}, but {given} was given; drop the option to resume, or use a new --experiment folder",
+                    path.display()
+                );
+            }
+            Ok(())
+        };
+        if let Some(s) = &args.strategy {
+            clash("strategy", s.clone(), config.strategy.to_string())?;
+        }
+        if let Some(s) = args.seed {
+            clash("seed", s.to_string(), config.seed.to_string())?;
+        }
+        if let Some(b) = &args.backend {
+            clash("backend", b.clone(), config.backend.clone())?;
+        }
+        if let Some(p) = args.population {
+            clash(
+                "population",
+                p.to_string(),
+                config.evolutionary.population.to_string(),
+            )?;
+        }
+        // A larger budget continues the experiment: the cache answers what was done.
+        let mut config = config;
+        if args.budget.is_some() || args.minutes.is_some() {
+            config.budget = BudgetConfig {
+                evaluations: args.budget,
+                minutes: args.minutes,
+            };
+            config.save(&path)?;
+        }
+        return Ok(config);
+    }
+    let name = dir
+        .file_name()
+        .map_or("experiment".into(), |n| n.to_string_lossy().into_owned());
+    let config = config_from_args(args, &name, genomes)?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("{}: cannot create the experiment folder", dir.display()))?;
+    config.save(&path)?;
+    Ok(config)
+}
+
+/// A new experiment's config from the command line and the defaults, checked like a file.
+fn config_from_args(
+    args: &EvolveArgs,
+    name: &str,
+    genomes: &BTreeMap<String, GenomeFile>,
+) -> anyhow::Result<ExperimentConfig> {
+    let mut evolutionary = EvolutionParams::default();
+    if let Some(p) = args.population {
+        evolutionary.population = p;
+        evolutionary.elites = evolutionary.elites.min(p.saturating_sub(1));
+    }
+    let config = ExperimentConfig {
+        name: name.to_string(),
+        strategy: args
+            .strategy
+            .as_deref()
+            .map_or(StrategyKind::Evolutionary, |s| {
+                StrategyKind::parse(s).expect("clap checked it")
+            }),
+        seed: args.seed.unwrap_or(1),
+        backend: args.backend.clone().unwrap_or_else(|| "auto".into()),
+        seeds: genomes.keys().cloned().collect(),
+        budget: BudgetConfig {
+            evaluations: if args.minutes.is_some() {
+                None
+            } else {
+                Some(args.budget.unwrap_or(200))
+            },
+            minutes: args.minutes,
+        },
+        evolutionary,
+        problem: None,
+        target: None,
+        subspace: None,
+    };
+    // Round-trip through the checker so the command line gets the file's checks.
+    let text = toml::to_string(&config)?;
+    ExperimentConfig::from_toml_str(&text, Path::new("the command line"))
+        .map_err(|e| anyhow::anyhow!("{e}").context("the command-line options are inconsistent"))
+}
+
+/// The evaluator, the space and the problem for a backend; prints the first line.
+struct Prepared {
+    evaluator: Box<dyn Evaluator>,
+    space: SearchSpace,
+    problem: Problem,
+}
+
+fn prepare(
+    config: &ExperimentConfig,
+    backend: Backend,
+    default_landscape: &Path,
+) -> anyhow::Result<Prepared> {
+    let backend = match backend {
+        Backend::Auto if cuda_device_present() => Backend::Gpu,
+        Backend::Auto => {
+            if !default_landscape
+                .join(evo_mutator::landscape::META_FILE)
+                .exists()
+            {
+                bail!(
+                    "no CUDA device here and no recorded landscape at {}; record one on a GPU with `evo landscape`, or pass --backend replay:DIR",
+                    default_landscape.display()
+                );
+            }
+            Backend::Replay(default_landscape.to_path_buf())
+        }
+        b => b,
+    };
+    match backend {
+        Backend::Replay(dir) => {
+            let landscape = Landscape::load(&dir)?;
+            println!("{}", landscape.banner());
+            for w in &landscape.warnings {
+                eprintln!("warning: {w}");
+            }
+            let problem = landscape.meta.problem;
+            if let Some(p) = config.problem.filter(|p| *p != problem) {
+                bail!(
+                    "experiment.toml asks for {p}, but the landscape at {} was recorded for {problem}; replay can only answer its own problem",
+                    dir.display()
+                );
+            }
+            // Replay never invents numbers: the search stays inside the recorded sub-space.
+            let space = landscape.space().clone();
+            Ok(Prepared {
+                evaluator: Box::new(LandscapeEvaluator::new(landscape)),
+                space,
+                problem,
+            })
+        }
+        Backend::Gpu => {
+            let problem = config.problem.unwrap_or_else(Problem::seed);
+            let (evaluator, target) = gpu_evaluator(&problem)?;
+            if let Some(asked) = config.target.filter(|t| *t != target) {
+                bail!("experiment.toml asks for target {asked}, but this GPU is {target}");
+            }
+            println!("{}", evaluator.describe());
+            let space = match &config.subspace {
+                Some(sub) => SearchSpace::sub(sub, problem.head_dim, target)?,
+                None => SearchSpace::full(problem.head_dim, target),
+            };
+            Ok(Prepared {
+                evaluator,
+                space,
+                problem,
+            })
+        }
+        Backend::Auto => unreachable!("resolved above"),
+    }
+}
+
+pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
+    let genomes = load_genomes(&args.genomes)?;
+    let (dir, config, prepared) = match &args.experiment {
+        Some(dir) => {
+            let config = resolve_config(&args, dir, &genomes)?;
+            let prepared = prepare(&config, config.backend(), &args.landscape)?;
+            (dir.clone(), config, prepared)
+        }
+        None => {
+            // The default name carries the device, known only once the backend is up.
+            let fresh = config_from_args(&args, "pending", &genomes)?;
+            let prepared = prepare(&fresh, fresh.backend(), &args.landscape)?;
+            let dir = PathBuf::from("experiments").join(format!(
+                "{}-{}-{}-s{}",
+                today(),
+                slug(&prepared.evaluator.device()),
+                fresh.strategy,
+                fresh.seed
+            ));
+            let config = resolve_config(&args, &dir, &genomes)?;
+            (dir, config, prepared)
+        }
+    };
+    let Prepared {
+        mut evaluator,
+        space,
+        problem,
+    } = prepared;
+    let device = evaluator.device();
+    if space.head_dim != problem.head_dim {
+        bail!(
+            "the search space is for D = {}, the problem for D = {}",
+            space.head_dim,
+            problem.head_dim
+        );
+    }
+    let seeds = config
+        .seeds
+        .iter()
+        .map(|name| {
+            genomes.get(name).cloned().with_context(|| {
+                format!(
+                    "{}: seed `{name}` is not in {}",
+                    dir.join(EXPERIMENT_FILE).display(),
+                    args.genomes.display()
+                )
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+
+    let scope = evo_mutator::CacheScope {
+        objective: problem.label(),
+        device: device.clone(),
+        template_hash: evaluator.template_hash(),
+        toolchain: evaluator.toolchain(),
+    };
+    let cache_path = dir.join("evaluations.jsonl");
+    let mut cache = EvaluationCache::open(&cache_path, scope)?;
+    for w in &cache.report.warnings {
+        eprintln!("warning: {w}");
+    }
+    if cache.report.other_scope > 0 {
+        eprintln!(
+            "note: {} records in {} are for another template, toolchain or objective and are not reused",
+            cache.report.other_scope,
+            cache_path.display()
+        );
+    }
+    let on_record = cache.len();
+    let search_config = SearchConfig {
+        strategy: config.strategy,
+        params: config.evolutionary.clone(),
+        budget: config.budget(),
+        seed: config.seed,
+        seeds,
+        meta: LineageMeta {
+            title: config.name.clone(),
+            device: device.clone(),
+            objective: problem.label(),
+            strategy: config.strategy.to_string(),
+            seed: Some(config.seed),
+        },
+        quiet: args.quiet,
+    };
+    let lineage_path = dir.join("lineage.json");
+    let outcome = search(
+        &search_config,
+        &space,
+        evaluator.as_mut(),
+        Sinks {
+            cache: Some(&mut cache),
+            lineage_path: Some(&lineage_path),
+        },
+        &WallClock::start(),
+    )?;
+    outcome.lineage.save(&lineage_path)?;
+
+    let plot_path = dir.join("best_so_far.svg");
+    let plot_note = match plot_best_so_far(&outcome.lineage, &plot_path) {
+        Ok(()) => None,
+        Err(e @ PlotError::Empty) => Some(e.to_string()),
+        Err(e) => return Err(e.into()),
+    };
+    let report_path = dir.join("report.md");
+    let report = report(
+        &config,
+        &dir,
+        &evaluator.describe(),
+        &outcome,
+        on_record,
+        plot_note.as_deref(),
+    );
+    std::fs::write(&report_path, &report)
+        .with_context(|| format!("{}: cannot write", report_path.display()))?;
+
+    println!(
+        "{} evaluations: {} fresh, {} from the cache ({} were on record in {}); {} passed, {} failed; stopped: {}",
+        outcome.evaluations,
+        outcome.evaluations - outcome.cache_hits,
+        outcome.cache_hits,
+        on_record,
+        cache_path.display(),
+        outcome.ok,
+        outcome.failed,
+        stop_reason(outcome.stop)
+    );
+    match outcome.lineage.champion() {
+        Some(c) => println!(
+            "champion: {} {} at {:.2} µs\n  {}",
+            c.label(),
+            c.id,
+            c.score_us().unwrap_or_default(),
+            c.genome.summary()
+        ),
+        None => println!("no candidate passed GREEN"),
+    }
+    println!();
+    println!(
+        "{}",
+        evo_lineage::path_table(&outcome.lineage, &outcome.lineage.champion_path())
+    );
+    println!("report: {}", report_path.display());
+    Ok(())
+}
+
+fn stop_reason(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::Budget => "budget spent",
+        StopReason::Generations => "generation limit",
+        StopReason::SpaceExhausted => "every reachable genome evaluated",
+    }
+}
+
+fn report(
+    config: &ExperimentConfig,
+    dir: &Path,
+    backend: &str,
+    outcome: &SearchOutcome,
+    on_record: usize,
+    plot_note: Option<&str>,
+) -> String {
+    let lineage: &Lineage = &outcome.lineage;
+    let mut out = format!("# Experiment {}\n\n{backend}\n\n", config.name);
+    let budget = match (config.budget.evaluations, config.budget.minutes) {
+        (Some(n), _) => format!("{n} evaluations"),
+        (None, Some(m)) => format!("{m} minutes"),
+        (None, None) => "none".into(),
+    };
+    let _ = writeln!(
+        out,
+        "- strategy: {} (population {}, elites {}, tournament {}, crossover {}, mutation {}), seed {}, budget {budget}",
+        config.strategy,
+        config.evolutionary.population,
+        config.evolutionary.elites,
+        config.evolutionary.tournament,
+        config.evolutionary.crossover_rate,
+        config.evolutionary.mutation_rate,
+        config.seed
+    );
+    let _ = writeln!(
+        out,
+        "- device: {} · objective: {}",
+        lineage.meta.device, lineage.meta.objective
+    );
+    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
+    for node in lineage.nodes() {
+        if let Some(s) = node.status() {
+            *by_status.entry(s.to_string()).or_default() += 1;
+        }
+    }
+    let statuses = by_status
+        .iter()
+        .map(|(s, n)| format!("{n} {s}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "- {} evaluations ({} fresh, {} from the cache of {on_record} records): {statuses}; stopped: {}\n",
+        outcome.evaluations,
+        outcome.evaluations - outcome.cache_hits,
+        outcome.cache_hits,
+        stop_reason(outcome.stop)
+    );
+    match plot_note {
+        None => out.push_str("![best so far](best_so_far.svg)\n\n"),
+        Some(note) => {
+            let _ = writeln!(out, "(no plot: {note})\n");
+        }
+    }
+    out.push_str(&render_markdown(lineage));
+    out.push('\n');
+    out.push_str(&render_insights(&evo_lineage::insights(
+        std::slice::from_ref(lineage),
+    )));
+    let _ = writeln!(
+        out,
+        "\nReproduce: `evo evolve --experiment {}` (same seed, same measurements: same lineage).",
+        dir.display()
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn today_is_a_date() {
+        let d = super::today();
+        assert_eq!(d.len(), 10);
+        assert!(d.starts_with("20"), "{d}");
+    }
+
+    #[test]
+    fn slug_is_lowercase_words() {
+        assert_eq!(
+            super::slug("NVIDIA H100 80GB HBM3"),
+            "nvidia-h100-80gb-hbm3"
+        );
+    }
 }

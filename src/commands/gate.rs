@@ -1,8 +1,260 @@
-//! `evo gate` (being built).
+//! `evo gate`: GREEN, then FAST for the kernels that pass, on genomes, sampled genomes
+//! and hand-written `.cu` files.
+//!
+//! All compiles of the run happen first, in parallel; then the GPU part runs kernel
+//! after kernel in one context. Exit status: 0 when every kernel passed GREEN, an
+//! error naming the failures otherwise (after the table and the JSON are written).
+
+use anyhow::{bail, Context};
+use evo_codegen::Toolchain;
+use evo_gates::compile::{
+    compile_all, load_family, resources, sample_sources, variants_for, KernelSource,
+};
+use evo_gates::green::{check_once, run_green, GreenOptions};
+use evo_gates::inputs::{launch_seed, Inputs};
+use evo_gates::report::{green_table, Row};
+use evo_gates::{time_problem, Device, FastOptions, GreenSuite, TimingSuite};
+use evo_genome::{Dtype, GenomeFile, Problem};
+use std::path::PathBuf;
+use std::time::Instant;
 
 #[derive(Debug, clap::Args)]
-pub struct GateArgs {}
+pub struct GateArgs {
+    /// Genome files (genomes/*.toml).
+    pub genomes: Vec<PathBuf>,
+    /// Hand-written kernel files under kernels/ABI.md (repeatable).
+    #[arg(long = "source", value_name = "FILE.cu")]
+    pub sources: Vec<PathBuf>,
+    /// Also gate N genomes drawn uniformly from the valid space (valid at D64 and D128).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub sample: usize,
+    /// GREEN's shape suite.
+    #[arg(long, default_value = "default", value_parser = ["default", "quick"])]
+    pub suite: String,
+    /// What FAST times after GREEN: the seed shape, the anchors suite, or nothing.
+    #[arg(long, default_value = "seed", value_parser = ["seed", "anchors", "none"])]
+    pub time: String,
+    /// Run seed: every input (and the sample of genomes) derives from it; recorded in the JSON.
+    #[arg(long, default_value_t = 2026, env = "EVO_SEED")]
+    pub seed: u64,
+    /// Write one JSON object per kernel × case here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
 
-pub fn run(_args: GateArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`evo gate` is not built yet")
+pub fn run(args: GateArgs) -> anyhow::Result<()> {
+    let mut sources = Vec::new();
+    for path in &args.genomes {
+        let f = GenomeFile::load(path)?;
+        sources.push(KernelSource::Genome {
+            name: f.name,
+            genome: f.genes,
+        });
+    }
+    for path in &args.sources {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        sources.push(KernelSource::File {
+            path: path.display().to_string(),
+            text,
+        });
+    }
+    if sources.is_empty() && args.sample == 0 {
+        bail!("nothing to gate: name genome files, --source FILE.cu, or --sample N");
+    }
+    let device = Device::open(0)?;
+    let target = device.target().with_context(|| {
+        format!(
+            "{} has compute capability {:?}, which no genome target describes (sm_89, sm_90)",
+            device.name(),
+            device.compute_capability()
+        )
+    })?;
+    sources.extend(sample_sources(args.sample, args.seed, target));
+    let cases = GreenSuite::parse(&args.suite)
+        .expect("clap checked the suite")
+        .cases();
+    let timed: Vec<Problem> = match args.time.as_str() {
+        "none" => Vec::new(),
+        name => TimingSuite::parse(name)
+            .expect("clap checked")
+            .problems(Dtype::F16),
+    };
+    let mut all_problems: Vec<Problem> = cases.iter().map(|c| c.problem).collect();
+    all_problems.extend(&timed);
+
+    let tc = Toolchain::discover()?;
+    let start = Instant::now();
+    let built = compile_all(&tc, &sources, &variants_for(&all_problems), target);
+    eprintln!(
+        "compiled {} kernels x {} variants in {:.1} s ({}); GPU: {}",
+        sources.len(),
+        variants_for(&all_problems).len(),
+        start.elapsed().as_secs_f64(),
+        tc.label(),
+        device.name()
+    );
+
+    let dev = device.name().to_string();
+    let fast = FastOptions::default();
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for (n, (source, variants)) in sources.iter().zip(&built).enumerate() {
+        let name = source.name();
+        let id = source.genome().map(|g| g.id().to_string());
+        let id = id.as_deref();
+        let mut kernel_rows = Vec::new();
+        let mut family = match load_family(&device, name, variants) {
+            Ok(f) => f,
+            Err(e) => {
+                failed.push(format!("{name}: {e}"));
+                rows.push(Row::not_run(
+                    name,
+                    id,
+                    &dev,
+                    &cases[0].problem,
+                    "error",
+                    e.to_string(),
+                ));
+                continue;
+            }
+        };
+        let (runnable, missing): (Vec<_>, Vec<_>) = cases
+            .iter()
+            .cloned()
+            .partition(|c| family.supports(&c.problem));
+        for c in &missing {
+            let why = variants
+                .iter()
+                .find(|v| (v.head_dim, v.dtype) == (c.problem.head_dim, c.problem.dtype))
+                .and_then(|v| v.result.as_ref().err().cloned())
+                .unwrap_or_default();
+            let verdict = if source.unsupported(c.problem.head_dim, target).is_some() {
+                "skipped"
+            } else {
+                "fail"
+            };
+            kernel_rows.push(Row::not_run(name, id, &dev, &c.problem, verdict, why));
+        }
+        let green = run_green(
+            &mut family,
+            &runnable,
+            GreenOptions {
+                seed: args.seed,
+                stop_at_first_failure: false,
+            },
+        );
+        let mut passed = false;
+        match green {
+            Ok(report) => {
+                passed = report.passed() && !kernel_rows.iter().any(|r: &Row| r.verdict == "fail");
+                kernel_rows.extend(report.cases.iter().map(|c| Row::green(name, id, &dev, c)));
+            }
+            Err(e) => kernel_rows.push(Row::not_run(
+                name,
+                id,
+                &dev,
+                &runnable[0].problem,
+                "error",
+                e.to_string(),
+            )),
+        }
+        let mut summary = if passed {
+            "GREEN pass".to_string()
+        } else {
+            "GREEN FAIL".to_string()
+        };
+        if passed {
+            for (t, problem) in timed.iter().enumerate() {
+                if !family.supports(problem) {
+                    continue;
+                }
+                let timing = time_problem(
+                    &mut family,
+                    problem,
+                    launch_seed(args.seed, 1000 + t, 0),
+                    &fast,
+                );
+                let recheck = Inputs::random(problem, launch_seed(args.seed, 2000 + t, 0), 1.0);
+                match timing.and_then(|t| check_once(&mut family, &recheck).map(|c| (t, c))) {
+                    Ok((timing, check)) => {
+                        if let Some(f) = check.failure {
+                            passed = false;
+                            kernel_rows.push(Row::not_run(
+                                name,
+                                id,
+                                &dev,
+                                problem,
+                                "fail",
+                                format!("re-check after timing: {f}"),
+                            ));
+                        }
+                        let smem = family
+                            .variant(problem.head_dim, problem.dtype)
+                            .map(|k| k.geometry().smem_bytes);
+                        let res = variants
+                            .iter()
+                            .find(|v| (v.head_dim, v.dtype) == (problem.head_dim, problem.dtype))
+                            .and_then(|v| v.result.as_ref().ok())
+                            .and_then(|c| resources(c, smem.unwrap_or(0)));
+                        summary += &format!(
+                            "; {problem}: {:.2} µs ({}), {:.1} TFLOP/s{}",
+                            timing.median_us,
+                            timing.method,
+                            timing.tflops,
+                            res.map(|r| format!(
+                                ", {} regs, {} B spills",
+                                r.registers, r.spill_stores
+                            ))
+                            .unwrap_or_default()
+                        );
+                        kernel_rows.push(Row::timed(name, id, &dev, &timing));
+                    }
+                    Err(e) => {
+                        passed = false;
+                        kernel_rows.push(Row::not_run(
+                            name,
+                            id,
+                            &dev,
+                            problem,
+                            "error",
+                            e.to_string(),
+                        ));
+                    }
+                }
+            }
+        }
+        if !passed {
+            failed.push(name.to_string());
+        }
+        eprintln!("[{}/{}] {name}: {summary}", n + 1, sources.len());
+        rows.extend(kernel_rows);
+    }
+
+    let green_rows: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.verdict != "timed")
+        .cloned()
+        .collect();
+    print!("{}", green_table(&green_rows));
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        eprintln!("wrote {} rows to {}", rows.len(), path.display());
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} kernels failed: {}",
+            failed.len(),
+            sources.len(),
+            failed.join(", ")
+        );
+    }
+    eprintln!(
+        "all {} kernels passed GREEN ({} cases each, seed {})",
+        sources.len(),
+        cases.len(),
+        args.seed
+    );
+    Ok(())
 }

@@ -1,8 +1,30 @@
-//! `evo insights` (being built).
+//! `evo insights`: which gene changes paid off, over one or more experiments.
+
+use anyhow::Context;
+use evo_lineage::{insights, render_insights, Lineage};
+use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
-pub struct InsightsArgs {}
+pub struct InsightsArgs {
+    /// Experiment folders (each holding lineage.json); several give per-device and
+    /// per-shape tables.
+    #[arg(required = true)]
+    pub experiments: Vec<PathBuf>,
+}
 
-pub fn run(_args: InsightsArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`evo insights` is not built yet")
+pub fn run(args: InsightsArgs) -> anyhow::Result<()> {
+    let lineages = args
+        .experiments
+        .iter()
+        .map(|dir| {
+            Lineage::load(&dir.join("lineage.json")).with_context(|| {
+                format!(
+                    "{} is not an experiment folder written by `evo evolve`",
+                    dir.display()
+                )
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    print!("{}", render_insights(&insights(&lineages)));
+    Ok(())
 }

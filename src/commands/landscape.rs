@@ -1,8 +1,241 @@
-//! `evo landscape` (being built).
+//! `evo landscape`: measure every valid genome of a declared sub-space on the GPU.
+//!
+//! The result is what the replay backend searches on a machine without a GPU, and
+//! what strategies are compared on (Kernel Tuner's simulation mode). Every
+//! evaluation is appended to `evaluations.jsonl` and flushed as soon as it exists,
+//! failures included, so a killed run resumes where it stopped and loses nothing.
+//! Compiling the next chunk overlaps with the GPU evaluating the current one.
+
+use crate::gpu::{GpuEvaluator, GpuPlan};
+use anyhow::{bail, Context};
+use evo_gates::{Evaluation, GreenSuite, Status};
+use evo_genome::{file::line_col, Genome, GenomeId, Problem};
+use evo_mutator::landscape::{EVALUATIONS_FILE, META_FILE};
+use evo_mutator::{Evaluator, LandscapeMeta, SearchSpace, SubSpace};
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, clap::Args)]
-pub struct LandscapeArgs {}
+pub struct LandscapeArgs {
+    /// The plan: the problem, GREEN's suite and the sub-space to measure (TOML).
+    #[arg(long, value_name = "PLAN.toml")]
+    pub plan: PathBuf,
+    /// Output folder: landscape.toml and evaluations.jsonl (resumed if present).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Genomes compiled per chunk (the next chunk compiles while this one runs).
+    #[arg(long, default_value_t = 96)]
+    pub chunk: usize,
+    /// Seconds a worker may spend on one genome before it is killed as hung.
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
+    /// Base seed of every GREEN and FAST input.
+    #[arg(long, default_value_t = 2026, env = "EVO_SEED")]
+    pub seed: u64,
+    /// Measure at most this many genomes in this run (the rest on resume).
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
 
-pub fn run(_args: LandscapeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`evo landscape` is not built yet")
+/// What to measure: `problem`, `green` (suite name), `[subspace.base]`, `[subspace.genes]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Plan {
+    problem: Problem,
+    green: String,
+    subspace: SubSpace,
+    #[serde(default)]
+    notes: String,
+}
+
+fn load_plan(path: &Path) -> anyhow::Result<Plan> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |s| line_col(&text, s.start));
+        anyhow::anyhow!("{}:{line}:{column}: {}", path.display(), e.message().trim())
+    })
+}
+
+/// Ids already measured in an earlier (killed) run, and the device they were measured on.
+fn measured(path: &Path) -> anyhow::Result<(HashSet<GenomeId>, Option<String>)> {
+    let mut ids = HashSet::new();
+    let mut device = None;
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok((ids, device));
+    };
+    for (n, line) in text.lines().enumerate() {
+        match serde_json::from_str::<Evaluation>(line) {
+            Ok(e) => {
+                device.get_or_insert(e.device.clone());
+                ids.insert(e.genome_id);
+            }
+            // A line cut by a kill: it is measured again.
+            Err(_) => eprintln!("{}:{}: unreadable line skipped", path.display(), n + 1),
+        }
+    }
+    Ok((ids, device))
+}
+
+pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
+    let plan = load_plan(&args.plan)?;
+    plan.problem.validate().map_err(|e| anyhow::anyhow!("{}: {e}", args.plan.display()))?;
+    let suite = GreenSuite::parse(&plan.green).with_context(|| {
+        format!(
+            "{}: green = \"{}\" is not a suite; use \"quick\" or \"default\"",
+            args.plan.display(),
+            plan.green
+        )
+    })?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("{}: cannot create", args.out.display()))?;
+    let mut evaluator = GpuEvaluator::start(GpuPlan {
+        green_cases: suite.cases(),
+        objective: vec![plan.problem],
+        seed: args.seed,
+        timeout: Duration::from_secs(args.timeout),
+        cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+    })?;
+    let target = evaluator.target();
+    let space = SearchSpace::sub(&plan.subspace, plan.problem.head_dim, target)
+        .with_context(|| format!("{}: the sub-space", args.plan.display()))?;
+    let points: Vec<Genome> = space
+        .valid_points()
+        .with_context(|| format!("{}: the sub-space is too large to enumerate", args.plan.display()))?
+        .to_vec();
+
+    let log_path = args.out.join(EVALUATIONS_FILE);
+    let (done, recorded_on) = measured(&log_path)?;
+    if let Some(other) = recorded_on.filter(|d| *d != evaluator.device()) {
+        bail!(
+            "{}: measured on `{other}`, this GPU is `{}`; a landscape holds one device's \
+             timings: choose another --out",
+            log_path.display(),
+            evaluator.device()
+        );
+    }
+    let mut todo: Vec<Genome> = points
+        .iter()
+        .filter(|g| !done.contains(&g.id()))
+        .copied()
+        .collect();
+    if let Some(limit) = args.limit {
+        todo.truncate(limit);
+    }
+    println!(
+        "landscape: {} valid genomes in the sub-space ({} points), {} measured before, {} to \
+         measure now; {}",
+        points.len(),
+        space.size(),
+        done.len(),
+        todo.len(),
+        evaluator.describe()
+    );
+
+    let meta = LandscapeMeta {
+        device: evaluator.device(),
+        date: super::evolve::today(),
+        problem: plan.problem,
+        template_hash: evaluator.template_hash(),
+        toolchain: evaluator.toolchain(),
+        target,
+        subspace: plan.subspace.clone(),
+        notes: format!(
+            "{}GREEN suite `{}` ({} cases) before FAST; seed {}; recorded by `evo landscape \
+             --plan {} --out {}`",
+            if plan.notes.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", plan.notes.trim())
+            },
+            plan.green,
+            suite.cases().len(),
+            args.seed,
+            args.plan.display(),
+            args.out.display()
+        ),
+    };
+    let meta_text = toml::to_string(&meta).context("landscape.toml does not serialize")?;
+    std::fs::write(args.out.join(META_FILE), meta_text)
+        .with_context(|| format!("{}: cannot write", args.out.join(META_FILE).display()))?;
+
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("{}: cannot open", log_path.display()))?;
+    // Invalid points are part of the landscape too: recorded with the rule that excludes them.
+    let device = evaluator.device();
+    for g in space.points().filter(|g| !space.is_valid(g) && !done.contains(&g.id())) {
+        let why = g
+            .violations(plan.problem.head_dim, target)
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        let eval = Evaluation::failed(g, &device, Status::Invalid, why);
+        writeln!(log, "{}", serde_json::to_string(&eval)?)?;
+    }
+    log.flush()?;
+    let start = Instant::now();
+    let mut counts = std::collections::BTreeMap::<Status, usize>::new();
+    let mut best: Option<Evaluation> = None;
+    let chunks: Vec<&[Genome]> = todo.chunks(args.chunk.max(1)).collect();
+    let GpuEvaluator { compiler, runner } = &mut evaluator;
+    let compiler = &*compiler;
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        scope.spawn(move || {
+            for chunk in chunks {
+                if tx.send(compiler.compile_batch(chunk)).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut n = 0usize;
+        for prepared in rx {
+            for eval in runner.run_prepared(prepared) {
+                writeln!(log, "{}", serde_json::to_string(&eval)?)?;
+                log.flush()?;
+                n += 1;
+                *counts.entry(eval.status).or_default() += 1;
+                if eval.is_ok() && best.as_ref().is_none_or(|b| eval.score_us < b.score_us) {
+                    best = Some(eval);
+                }
+            }
+            let rate = n as f64 / start.elapsed().as_secs_f64().max(1e-9);
+            eprintln!(
+                "  {n}/{} measured ({rate:.1}/s); {}; best {}",
+                todo.len(),
+                counts
+                    .iter()
+                    .map(|(s, c)| format!("{s} {c}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                best.as_ref()
+                    .and_then(|b| b.score_us)
+                    .map_or("-".into(), |us| format!("{us:.2} µs"))
+            );
+        }
+        Ok(())
+    })?;
+    println!(
+        "measured {} genomes in {:.0} s on {}; written to {}",
+        todo.len(),
+        start.elapsed().as_secs_f64(),
+        evaluator.device(),
+        log_path.display()
+    );
+    if let Some(b) = best {
+        println!(
+            "fastest: {} {:.2} µs  {}",
+            b.genome_id,
+            b.score_us.unwrap_or(f64::NAN),
+            b.genome.summary()
+        );
+    }
+    Ok(())
 }

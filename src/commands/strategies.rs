@@ -1,8 +1,62 @@
-//! `evo strategies` (being built).
+//! `evo strategies`: evolutionary vs random on a recorded landscape, over many seeds.
+
+use crate::commands::evolve::DEFAULT_LANDSCAPE;
+use anyhow::{bail, Context};
+use evo_mutator::{compare_strategies, EvolutionParams, Landscape, StrategyKind};
+use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
-pub struct StrategiesArgs {}
+pub struct StrategiesArgs {
+    /// A landscape folder (landscape.toml + evaluations.jsonl) recorded by `evo landscape`.
+    #[arg(long, default_value = DEFAULT_LANDSCAPE)]
+    pub landscape: PathBuf,
+    /// Runs per strategy (seeds 0..N).
+    #[arg(long, default_value_t = 50)]
+    pub seeds: u64,
+    /// Evaluation counts at which the best-so-far is compared to the optimum.
+    #[arg(long, value_delimiter = ',', default_value = "25,50,100,200")]
+    pub checkpoints: Vec<usize>,
+    /// Candidates per generation of the evolutionary strategy.
+    #[arg(long, default_value_t = 16)]
+    pub population: usize,
+    /// Also write the result as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
 
-pub fn run(_args: StrategiesArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`evo strategies` is not built yet")
+pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
+    let landscape = Landscape::load(&args.landscape)?;
+    println!("{}", landscape.banner());
+    for w in &landscape.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut params = EvolutionParams {
+        population: args.population,
+        ..EvolutionParams::default()
+    };
+    params.elites = params.elites.min(args.population.saturating_sub(1));
+    if let Err((field, message)) = params.check() {
+        bail!("--{field}: {message}");
+    }
+    let Some(comparison) = compare_strategies(
+        &landscape,
+        &[StrategyKind::Evolutionary, StrategyKind::Random],
+        &params,
+        args.seeds,
+        &args.checkpoints,
+    )?
+    else {
+        bail!(
+            "no genome in the landscape at {} passed GREEN; there is no optimum to compare against",
+            args.landscape.display()
+        );
+    };
+    print!("{}", comparison.to_markdown());
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&comparison)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
 }

@@ -1,8 +1,11 @@
-//! `evo worker` (being built).
+//! `evo worker`: the child process that owns the CUDA context (see `crate::gpu`).
 
+/// Reads JSON requests on stdin, writes one evaluation per line on stdout.
 #[derive(Debug, clap::Args)]
 pub struct WorkerArgs {}
 
 pub fn run(_args: WorkerArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`evo worker` is not built yet")
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    crate::gpu::serve(stdin, stdout)
 }

@@ -1,1 +1,114 @@
-//! placeholder
+//! Genome -> macro definitions -> NVRTC -> PTX, CUBIN and the ptxas resource report.
+//!
+//! There is one CUDA template, `kernels/attention.cu`, compiled into this crate as
+//! text. A genome never becomes generated CUDA: it becomes a list of integer
+//! `-D EVO_*` macros ([`defines`]) that the template reads, so what runs is always
+//! a file a CUDA engineer can open, and a hand-written `.cu` with the same ABI
+//! goes through the same path ([`compile_source`]).
+//!
+//! Compiles need NVRTC but no GPU: [`Toolchain::discover`] finds the headers and
+//! `libnvrtc` (see [`toolchain`] for where it looks) and fails with an install
+//! hint instead of panicking. Compiles are independent and NVRTC is thread-safe,
+//! so a generation compiles in parallel ([`compile_many`]).
+
+mod defines;
+mod error;
+mod nvrtc;
+mod options;
+mod ptxas;
+pub mod toolchain;
+
+pub use defines::{defines, Defines};
+pub use error::CodegenError;
+pub use nvrtc::compile_source;
+pub use options::CompileOptions;
+pub use ptxas::{KernelResources, PtxasReport};
+pub use toolchain::{SearchPath, Toolchain};
+
+use evo_genome::{Dtype, Genome, HeadDim, RegCap, Target};
+use rayon::prelude::*;
+
+/// The attention kernel's entry point (`extern "C"`).
+pub const ENTRY_FWD: &str = "evo_attention_fwd";
+/// The split-KV log-sum-exp combine kernel's entry point (`extern "C"`).
+pub const ENTRY_COMBINE: &str = "evo_attention_combine";
+/// `__constant__ int evo_geometry[6]`: launch geometry the host reads back from the module.
+pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
+/// The template's path relative to the repository root; also the NVRTC program
+/// name, so compiler messages read `kernels/attention.cu(LINE): error ...`.
+pub const TEMPLATE_PATH: &str = "kernels/attention.cu";
+
+/// The CUDA template's text, as it was when this binary was built.
+pub fn template_source() -> &'static str {
+    include_str!("../../../kernels/attention.cu")
+}
+
+/// BLAKE3 of the template text, 16 hex digits: part of every evaluation's cache key,
+/// since the same genome is a different kernel under a different template.
+pub fn template_hash() -> String {
+    blake3::hash(template_source().as_bytes()).to_hex()[..16].to_string()
+}
+
+/// Everything one successful compile produced.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The NVRTC program name.
+    pub name: String,
+    pub ptx: String,
+    /// Machine code for the target's real architecture (what the driver loads).
+    pub cubin: Vec<u8>,
+    /// The full NVRTC program log (warnings, and the ptxas report when requested).
+    pub log: String,
+    /// The exact flags NVRTC received, defines included.
+    pub options: Vec<String>,
+    pub report: PtxasReport,
+    /// Wall time of create + compile + fetching PTX and CUBIN.
+    pub seconds: f64,
+}
+
+/// The NVRTC options a genome compiles with: its register cap, the ptxas report on.
+pub fn genome_options(genome: &Genome, target: Target) -> CompileOptions {
+    CompileOptions {
+        reg_cap: match genome.reg_cap {
+            RegCap::None => None,
+            cap => Some(cap.get()),
+        },
+        ..CompileOptions::new(target)
+    }
+}
+
+/// Compiles the template for one genome, after checking it against the validity rules.
+pub fn compile_genome(
+    tc: &Toolchain,
+    genome: &Genome,
+    head_dim: HeadDim,
+    dtype: Dtype,
+    target: Target,
+) -> Result<Compiled, CodegenError> {
+    let violations = genome.violations(head_dim, target);
+    if !violations.is_empty() {
+        return Err(CodegenError::Invalid(violations));
+    }
+    compile_source(
+        tc,
+        TEMPLATE_PATH,
+        template_source(),
+        &defines(genome, head_dim, dtype),
+        &genome_options(genome, target),
+    )
+}
+
+/// Compiles many genomes in parallel (rayon); results are in job order.
+pub fn compile_many(
+    tc: &Toolchain,
+    jobs: &[(Genome, HeadDim, Dtype, Target)],
+) -> Vec<Result<Compiled, CodegenError>> {
+    jobs.par_iter()
+        .map(|(genome, head_dim, dtype, target)| {
+            compile_genome(tc, genome, *head_dim, *dtype, *target)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

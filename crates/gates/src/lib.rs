@@ -1,5 +1,40 @@
 //! The gates: GREEN (is it right?) and FAST (how fast?), on the GPU.
+//!
+//! Layers, bottom up: [`device`] is the CUDA boundary (cudarc driver + cuBLAS; the
+//! only `unsafe`); [`kernel::AttentionKernel`] is what the gates run over (a loaded
+//! CUBIN, the cuBLAS hybrid, or a fake CPU kernel in the tests); [`reference`] is
+//! candle's CPU attention; [`green`] and [`fast`] are the gates; [`evaluate`] turns
+//! one kernel into the [`Evaluation`] record the search stores; [`report`] is the
+//! per-(kernel, case) JSON row and the table of `evo gate` / `evo bench`.
 
+pub mod baselines;
+pub mod compile;
+pub mod device;
+pub mod error;
+pub mod evaluate;
+pub mod family;
+pub mod fast;
+pub mod green;
+pub mod inputs;
+pub mod kernel;
 pub mod outcome;
+pub mod reference;
+pub mod report;
+pub mod suite;
+pub mod tolerance;
 
+#[cfg(test)]
+mod fake;
+#[cfg(all(test, feature = "gpu"))]
+mod gpu_tests;
+
+pub use device::{Device, Geometry, HybridKernel, LoadedKernel};
+pub use error::GateError;
+pub use evaluate::{evaluate, EvalOptions};
+pub use family::KernelFamily;
+pub use fast::{time_problem, FastOptions};
+pub use green::{run_green, GreenOptions, GreenReport};
+pub use kernel::{AttentionKernel, TimingMethod};
 pub use outcome::{Evaluation, Resources, Status, Timing};
+pub use suite::{Case, GreenSuite, TimingSuite};
+pub use tolerance::Tolerance;

@@ -415,8 +415,7 @@ impl Genome {
 
     /// The allele of one gene as written in TOML.
     pub fn allele_label(&self, gene: Gene) -> String {
-        gene.allele_labels()
-            .swap_remove(self.allele_index(gene))
+        gene.allele_labels().swap_remove(self.allele_index(gene))
     }
 
     /// All allele indices in canonical gene order.

@@ -26,7 +26,9 @@ pub use target::Target;
 ///
 /// Hashes `gene=allele;` pairs in canonical gene order, so reordering a file's
 /// lines or adding comments never changes the id; 16 hex digits of BLAKE3.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct GenomeId(pub String);
 

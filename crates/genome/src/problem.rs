@@ -117,12 +117,18 @@ impl Problem {
 
     /// Elements of Q (and of O).
     pub fn q_elems(&self) -> usize {
-        self.batch as usize * self.heads as usize * self.q_len as usize * self.head_dim.get() as usize
+        self.batch as usize
+            * self.heads as usize
+            * self.q_len as usize
+            * self.head_dim.get() as usize
     }
 
     /// Elements of K (and of V).
     pub fn kv_elems(&self) -> usize {
-        self.batch as usize * self.heads as usize * self.kv_len as usize * self.head_dim.get() as usize
+        self.batch as usize
+            * self.heads as usize
+            * self.kv_len as usize
+            * self.head_dim.get() as usize
     }
 
     /// Checks the sizes are usable; the message names the field and the fix.
@@ -134,11 +140,15 @@ impl Problem {
             ("kv_len", self.kv_len),
         ] {
             if v == 0 {
-                return Err(format!("problem field `{name}` is 0; it must be at least 1"));
+                return Err(format!(
+                    "problem field `{name}` is 0; it must be at least 1"
+                ));
             }
         }
         if self.batch as u64 * self.heads as u64 > 65_535 {
-            return Err("problem fields `batch`·`heads` exceed 65535 (grid y limit); split the call".into());
+            return Err(
+                "problem fields `batch`·`heads` exceed 65535 (grid y limit); split the call".into(),
+            );
         }
         Ok(())
     }

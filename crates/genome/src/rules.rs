@@ -128,7 +128,11 @@ impl SmemPlan {
         let d = head_dim.get();
         let bm = g.block_m.get();
         let bn = g.block_n.get();
-        let pitch = d + if g.smem_layout == SmemLayout::Padded { 8 } else { 0 };
+        let pitch = d + if g.smem_layout == SmemLayout::Padded {
+            8
+        } else {
+            0
+        };
         let q = bm * pitch * 2;
         let kv = g.stages.get() * 2 * bn * pitch * 2;
         let s_p = match g.p_path {
@@ -199,8 +203,7 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
         });
     }
 
-    if g.smem_layout == SmemLayout::Swizzled
-        && (g.qk_math == Math::Wmma || g.pv_math == Math::Wmma)
+    if g.smem_layout == SmemLayout::Swizzled && (g.qk_math == Math::Wmma || g.pv_math == Math::Wmma)
     {
         out.push(Violation {
             rule: Rule::SwizzleNeedsAddressedLoads,
@@ -212,8 +215,8 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
         });
     }
 
-    let register_mma = g.p_path == Residence::Regs
-        || (g.o_accum == Residence::Regs && g.pv_math == Math::Mma);
+    let register_mma =
+        g.p_path == Residence::Regs || (g.o_accum == Residence::Regs && g.pv_math == Math::Mma);
     let slice_rows = 16 * g.warps.get();
     if register_mma && g.block_m.get() % slice_rows != 0 {
         out.push(Violation {

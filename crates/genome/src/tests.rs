@@ -79,7 +79,10 @@ fn rule_p_regs_needs_mma() {
         vec![Rule::PRegsNeedsMma]
     );
     let msg = bad.violations(HeadDim::D64, Target::Sm90)[0].to_string();
-    assert!(msg.contains("p_regs_needs_mma") && msg.contains("fix:"), "{msg}");
+    assert!(
+        msg.contains("p_regs_needs_mma") && msg.contains("fix:"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -215,7 +218,13 @@ fn id_is_stable_and_ignores_text_layout() {
     lines.reverse(); // [genes] table lines reversed: still the same genome
     let genes_at = text.lines().position(|l| l == "[genes]").unwrap();
     let header: Vec<&str> = text.lines().take(genes_at + 1).collect();
-    let body: Vec<&str> = text.lines().skip(genes_at + 1).collect::<Vec<_>>().into_iter().rev().collect();
+    let body: Vec<&str> = text
+        .lines()
+        .skip(genes_at + 1)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     let shuffled = format!("# comment\n{}\n{}\n", header.join("\n"), body.join("\n"));
     let parsed = GenomeFile::from_toml_str(&shuffled, Path::new("x.toml")).unwrap();
     assert_eq!(parsed.genes.id(), g.id());
@@ -258,8 +267,15 @@ fn toml_errors_name_file_line_and_field() {
     let msg = GenomeFile::from_toml_str(&bad_tile, Path::new("g.toml"))
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("48") && msg.contains("16, 32, 64, 128"), "{msg}");
-    let line = bad_tile.lines().position(|l| l.starts_with("block_m")).unwrap() + 1;
+    assert!(
+        msg.contains("48") && msg.contains("16, 32, 64, 128"),
+        "{msg}"
+    );
+    let line = bad_tile
+        .lines()
+        .position(|l| l.starts_with("block_m"))
+        .unwrap()
+        + 1;
     assert!(msg.starts_with(&format!("g.toml:{line}:")), "{msg}");
 
     let missing = fa2_text.replace("warps = 4\n", "");
@@ -382,5 +398,8 @@ fn problem_flops_and_labels() {
     };
     assert_eq!(c.flops(), p.flops() / 512.0 / 512.0 * 77.0 * 1000.0 / 2.0);
     assert_eq!(c.label(), "B1 H8 Lq77 Lk1000 D64 f16 causal");
-    assert!(Problem { batch: 0, ..p }.validate().unwrap_err().contains("batch"));
+    assert!(Problem { batch: 0, ..p }
+        .validate()
+        .unwrap_err()
+        .contains("batch"));
 }

@@ -1,1 +1,34 @@
-//! placeholder
+//! The search: genetic operators, strategies, the evaluation cache, the replay of
+//! recorded landscapes, and the loop that ties them to an [`Evaluator`].
+//!
+//! Nothing here needs a GPU. The loop hands batches of genomes to an
+//! [`Evaluator`] — the GPU worker, a [`LandscapeEvaluator`] replaying recorded
+//! measurements, or a test fake — and records every result in the append-only
+//! [`EvaluationCache`] and the [`evo_lineage::Lineage`]. Every random choice comes
+//! from one seeded ChaCha8 RNG, so the same seed and the same measurements give
+//! the same lineage, byte for byte.
+
+pub mod cache;
+pub mod compare;
+pub mod evaluator;
+pub mod experiment;
+pub mod landscape;
+pub mod operators;
+pub mod search;
+pub mod space;
+pub mod strategy;
+
+pub use cache::{CacheError, CacheKey, CacheRecord, CacheScope, EvaluationCache, LoadReport};
+pub use compare::{compare_strategies, Comparison, ComparisonRow};
+pub use evaluator::{Evaluator, EvaluatorError};
+pub use experiment::{Backend, BudgetConfig, ConfigError, ExperimentConfig, EXPERIMENT_FILE};
+pub use landscape::{Landscape, LandscapeError, LandscapeEvaluator, LandscapeMeta};
+pub use operators::{crossover, dedup, mutate, repair, Candidate};
+pub use search::{
+    search, Budget, Clock, SearchConfig, SearchError, SearchOutcome, Sinks, StopReason, WallClock,
+};
+pub use space::{AlleleLabel, SearchSpace, SpaceError, SubSpace};
+pub use strategy::{EvolutionParams, StrategyKind};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,307 @@
+//! Unit tests that need no NVRTC: defines, flags, the ptxas parser, discovery failures.
+
+use crate::*;
+use evo_genome::{Dtype, GenomeFile, HeadDim, RegCap, Target};
+use std::path::{Path, PathBuf};
+
+fn fa2() -> Genome {
+    let text = include_str!("../../../genomes/fa2.toml");
+    GenomeFile::from_toml_str(text, Path::new("genomes/fa2.toml"))
+        .expect("genomes/fa2.toml parses")
+        .genes
+}
+
+fn pairs(list: &[(&str, &str)]) -> Defines {
+    Defines(
+        list.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+#[test]
+fn fa2_defines_d64_f16() {
+    // SMEM: Q 64*64*2 = 8192, K/V 2 stages * 2 * 64*64*2 = 32768, stats 3*64*4 = 768.
+    let expected = pairs(&[
+        ("EVO_HEAD_DIM", "64"),
+        ("EVO_BF16", "0"),
+        ("EVO_QK_MATH", "2"),
+        ("EVO_PV_MATH", "2"),
+        ("EVO_P_REGS", "1"),
+        ("EVO_O_REGS", "1"),
+        ("EVO_BLOCK_M", "64"),
+        ("EVO_BLOCK_N", "64"),
+        ("EVO_WARPS", "4"),
+        ("EVO_PRODUCER_WARPS", "0"),
+        ("EVO_CP_ASYNC", "1"),
+        ("EVO_STAGES", "2"),
+        ("EVO_SMEM_LAYOUT", "2"),
+        ("EVO_VEC_BYTES", "16"),
+        ("EVO_EXP2", "1"),
+        ("EVO_SPLIT_KV", "1"),
+        ("EVO_MIN_BLOCKS", "1"),
+        ("EVO_SMEM_BYTES", "41728"),
+    ]);
+    assert_eq!(defines(&fa2(), HeadDim::D64, Dtype::F16), expected);
+}
+
+#[test]
+fn fa2_defines_d128_bf16_change_only_dim_dtype_and_smem() {
+    let d64 = defines(&fa2(), HeadDim::D64, Dtype::F16);
+    let d128 = defines(&fa2(), HeadDim::D128, Dtype::Bf16);
+    let changed: Vec<(&str, &str, &str)> = d64
+        .0
+        .iter()
+        .zip(&d128.0)
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, b)| (a.0.as_str(), a.1.as_str(), b.1.as_str()))
+        .collect();
+    // SMEM at D128: Q 16384 + K/V 65536 + stats 768.
+    assert_eq!(
+        changed,
+        [
+            ("EVO_HEAD_DIM", "64", "128"),
+            ("EVO_BF16", "0", "1"),
+            ("EVO_SMEM_BYTES", "41728", "82688"),
+        ]
+    );
+}
+
+#[test]
+fn defines_display_is_one_flag_per_line() {
+    let d = pairs(&[("EVO_HEAD_DIM", "64"), ("EVO_BF16", "1")]);
+    assert_eq!(d.to_string(), "-DEVO_HEAD_DIM=64\n-DEVO_BF16=1\n");
+    assert_eq!(d.flags(), ["-DEVO_HEAD_DIM=64", "-DEVO_BF16=1"]);
+    assert_eq!(d.get("EVO_BF16"), Some("1"));
+    assert_eq!(d.get("EVO_WARPS"), None);
+}
+
+#[test]
+fn every_genome_gets_the_same_macro_names_in_the_same_order() {
+    let names = |g: &Genome| -> Vec<String> {
+        defines(g, HeadDim::D128, Dtype::Bf16)
+            .0
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    };
+    assert_eq!(names(&fa2()), names(&Genome::baseline()));
+    assert_eq!(names(&fa2()).len(), 18);
+}
+
+#[test]
+fn options_default_flags() {
+    assert_eq!(
+        CompileOptions::new(Target::Sm90).build(),
+        [
+            "--gpu-architecture=sm_90",
+            "--std=c++17",
+            "--ptxas-options=-v"
+        ]
+    );
+}
+
+#[test]
+fn options_all_flags_in_order() {
+    let opts = CompileOptions {
+        target: Target::Sm89,
+        reg_cap: Some(96),
+        include_dirs: vec![PathBuf::from("/a/include"), PathBuf::from("kernels")],
+        verbose_ptxas: false,
+        extra: vec!["-lineinfo".into()],
+    };
+    assert_eq!(
+        opts.build(),
+        [
+            "--gpu-architecture=sm_89",
+            "--std=c++17",
+            "--maxrregcount=96",
+            "-I/a/include",
+            "-Ikernels",
+            "-lineinfo"
+        ]
+    );
+}
+
+#[test]
+fn options_never_use_fast_math() {
+    let mut g = fa2();
+    g.reg_cap = RegCap::R255;
+    let flags = genome_options(&g, Target::Sm90).build();
+    assert!(flags.iter().all(|f| !f.contains("fast_math")), "{flags:?}");
+}
+
+#[test]
+fn genome_reg_cap_becomes_maxrregcount() {
+    let mut g = fa2();
+    assert_eq!(genome_options(&g, Target::Sm90).reg_cap, None);
+    g.reg_cap = RegCap::R128;
+    let opts = genome_options(&g, Target::Sm90);
+    assert_eq!(opts.reg_cap, Some(128));
+    assert!(opts.build().contains(&"--maxrregcount=128".to_string()));
+}
+
+fn resources(
+    name: &str,
+    registers: u32,
+    barriers: u32,
+    spills: (u32, u32),
+    stack_frame: u32,
+    smem_static: u32,
+    cmem: &[(u32, u32)],
+) -> KernelResources {
+    KernelResources {
+        name: name.into(),
+        registers,
+        barriers,
+        spill_stores: spills.0,
+        spill_loads: spills.1,
+        stack_frame,
+        smem_static,
+        cmem: cmem.iter().copied().collect(),
+    }
+}
+
+#[test]
+fn ptxas_report_sm90_template() {
+    // Captured from NVRTC 13.5.37: genomes/fa2.toml, D64 f16, sm_90.
+    let report = PtxasReport::parse(include_str!("testdata/fa2_d64_f16_sm90.log"));
+    assert_eq!(
+        report.kernels,
+        [
+            resources("evo_attention_combine", 32, 0, (0, 0), 0, 0, &[]),
+            resources("evo_attention_fwd", 138, 1, (0, 0), 0, 0, &[]),
+        ]
+    );
+    assert_eq!(report.kernel(ENTRY_FWD).map(|k| k.registers), Some(138));
+    assert!(report.kernel("missing").is_none());
+}
+
+#[test]
+fn ptxas_report_sm89_template_with_module_lines() {
+    // Captured from NVRTC 13.5.37: fa2 with reg_cap = 64, D128 bf16, sm_89. The
+    // module-level `gmem`/`cmem[3]` line and the maxrregcount override note
+    // belong to no entry and must not be attributed to one.
+    let report = PtxasReport::parse(include_str!("testdata/fa2_cap64_d128_bf16_sm89.log"));
+    assert_eq!(
+        report.kernels,
+        [
+            resources("evo_attention_combine", 40, 0, (0, 0), 0, 0, &[(0, 392)]),
+            resources("evo_attention_fwd", 190, 1, (0, 0), 0, 0, &[(0, 424)]),
+        ]
+    );
+}
+
+#[test]
+fn ptxas_report_spills_stack_and_static_smem() {
+    // Captured from NVRTC 13.5.37: tests/data/spill.cu with --maxrregcount=32 on sm_89.
+    // `_Z6helperf` is a non-inlined device function: its properties are not an entry's.
+    let report = PtxasReport::parse(include_str!("testdata/spill_sm89.log"));
+    assert_eq!(
+        report.kernels,
+        [
+            resources("tiny", 10, 1, (0, 0), 0, 1024, &[(0, 360)]),
+            resources("spill_kernel", 32, 0, (668, 724), 624, 0, &[(0, 372)]),
+        ]
+    );
+}
+
+#[test]
+fn ptxas_report_of_a_log_without_ptxas_lines_is_empty() {
+    let log = "kernels/attention.cu(80): warning #177-D: variable \"x\" was declared but never referenced\n";
+    assert_eq!(PtxasReport::parse(log), PtxasReport::default());
+}
+
+#[test]
+fn template_hash_is_16_hex_of_the_text() {
+    let hash = template_hash();
+    assert_eq!(hash.len(), 16);
+    assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{hash}");
+    assert!(blake3::hash(template_source().as_bytes())
+        .to_hex()
+        .starts_with(&hash));
+}
+
+fn missing_message(paths: &[SearchPath]) -> String {
+    match Toolchain::discover_in(paths) {
+        Err(e @ CodegenError::ToolchainMissing { .. }) => e.to_string(),
+        other => panic!("expected ToolchainMissing, got {other:?}"),
+    }
+}
+
+#[test]
+fn discovery_failure_says_where_it_looked_and_how_to_install() {
+    let nowhere = SearchPath {
+        origin: "EVO_NVRTC_DIR".into(),
+        root: PathBuf::from("/nonexistent/evo-nvrtc"),
+    };
+    let message = missing_message(&[nowhere]);
+    assert!(
+        message.contains("EVO_NVRTC_DIR = /nonexistent/evo-nvrtc: not a directory"),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "pip install nvidia-cuda-nvrtc==13.5.37 nvidia-cuda-runtime==13.5.37 \
+             nvidia-cuda-crt==13.5.37 --target .nvrtc"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn discovery_failure_on_a_folder_without_headers() {
+    let empty = tempfile::tempdir().expect("temp dir");
+    let message = missing_message(&[SearchPath {
+        origin: "CUDA_HOME".into(),
+        root: empty.path().to_path_buf(),
+    }]);
+    assert!(
+        message.contains("no include/{cuda_fp16.h,cuda_bf16.h,mma.h} here or under nvidia/cu13/"),
+        "{message}"
+    );
+}
+
+#[test]
+fn discovery_rejects_a_broken_library_without_panicking() {
+    // The pip layout with the headers present but a libnvrtc that is not an ELF file.
+    let root = tempfile::tempdir().expect("temp dir");
+    let base = root.path().join("nvidia/cu13");
+    std::fs::create_dir_all(base.join("include")).expect("mkdir");
+    std::fs::create_dir_all(base.join("lib")).expect("mkdir");
+    for header in ["cuda_fp16.h", "cuda_bf16.h", "mma.h"] {
+        std::fs::write(base.join("include").join(header), "").expect("write header");
+    }
+    std::fs::write(base.join("lib/libnvrtc.so.13"), "not a library").expect("write lib");
+    let message = missing_message(&[SearchPath {
+        origin: "EVO_NVRTC_DIR".into(),
+        root: root.path().to_path_buf(),
+    }]);
+    assert!(
+        message.contains("libnvrtc.so.13: cannot be loaded"),
+        "{message}"
+    );
+}
+
+#[test]
+fn invalid_genome_is_refused_before_nvrtc() {
+    // P in registers with WMMA products breaks p_regs_needs_mma; no toolchain is
+    // touched, so the error comes back even on a machine without NVRTC.
+    let mut g = fa2();
+    g.qk_math = evo_genome::Math::Wmma;
+    g.smem_layout = evo_genome::SmemLayout::Padded;
+    let tc = Toolchain {
+        nvrtc_version: (0, 0),
+        include_dir: PathBuf::from("/nonexistent"),
+        lib_dir: None,
+    };
+    match compile_genome(&tc, &g, HeadDim::D64, Dtype::F16, Target::Sm90) {
+        Err(CodegenError::Invalid(v)) => {
+            assert_eq!(
+                v.iter().map(|v| v.rule).collect::<Vec<_>>(),
+                [evo_genome::Rule::PRegsNeedsMma]
+            );
+        }
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}

@@ -1,0 +1,335 @@
+//! Compiles through NVRTC (no GPU needed): the named genomes, a uniform sample of the
+//! valid space, a hand-written kernel and a broken one. Needs the toolchain that
+//! `.ci/run` installs (or `EVO_NVRTC_DIR`); without it every test here fails with
+//! the install hint. The two `nvrtc_sweep_` tests print a summary (count, time,
+//! compiles/s, worst registers and spills); `just test` runs them with `--nocapture`.
+
+use evo_codegen::*;
+use evo_genome::{
+    space, Dtype, Genome, GenomeFile, HeadDim, KvLoad, Math, RegCap, Target, VecBytes,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+fn toolchain() -> &'static Toolchain {
+    static TC: OnceLock<Toolchain> = OnceLock::new();
+    TC.get_or_init(|| Toolchain::discover().unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn genome_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes")
+}
+
+fn named_genomes() -> Vec<GenomeFile> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(genome_dir())
+        .expect("genomes/ exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no genomes/*.toml");
+    paths
+        .iter()
+        .map(|p| GenomeFile::load(p).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+/// The PTX of the forward entry alone (the combine kernel has its own loads).
+fn fwd_ptx(ptx: &str) -> &str {
+    let start = ptx
+        .find(".entry evo_attention_fwd")
+        .expect("PTX has the evo_attention_fwd entry");
+    let rest = &ptx[start + 1..];
+    match rest.find(".entry ") {
+        Some(end) => &rest[..end],
+        None => rest,
+    }
+}
+
+/// What the genome says must show in the code, as a list of broken expectations.
+///
+/// Only instruction families the genes choose directly are checked; the exp gene is
+/// not (IEEE `expf` itself lowers to `ex2.approx`, so both alleles contain it).
+fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
+    let all = &compiled.ptx;
+    let ptx = fwd_ptx(all);
+    let mut out = Vec::new();
+    let mut expect = |what: &str, want: bool, have: bool| {
+        if want != have {
+            out.push(format!(
+                "{what}: expected {}, PTX has {}",
+                if want { "present" } else { "absent" },
+                if have { "it" } else { "none" }
+            ));
+        }
+    };
+    let uses = |m: Math| g.qk_math == m || g.pv_math == m;
+    expect(
+        "mma.sync.aligned.m16n8k16 (qk_math or pv_math = mma)",
+        uses(Math::Mma),
+        ptx.contains("mma.sync.aligned.m16n8k16"),
+    );
+    if uses(Math::Mma) {
+        expect("ldmatrix (mma operands)", true, ptx.contains("ldmatrix"));
+    }
+    expect(
+        "wmma.mma.sync (qk_math or pv_math = wmma)",
+        uses(Math::Wmma),
+        ptx.contains("wmma.mma.sync"),
+    );
+    expect(
+        "cp.async (kv_load = cp_async)",
+        g.kv_load == KvLoad::CpAsync,
+        ptx.contains("cp.async."),
+    );
+    let wide_global = ptx
+        .lines()
+        .any(|l| l.contains("ld.global") && (l.contains(".v4") || l.contains(".v2")));
+    match g.vec_bytes {
+        VecBytes::V16 => expect(
+            "16-byte K/V/Q loads (ld.global.v4 or cp.async.cg 16, vec_bytes = 16)",
+            true,
+            ptx.contains("ld.global.nc.v4")
+                || ptx.contains("ld.global.v4")
+                || ptx.contains("cp.async.cg.shared.global"),
+        ),
+        VecBytes::V4 => expect(
+            "vector global loads or cp.async.cg (vec_bytes = 4)",
+            false,
+            wide_global || ptx.contains("cp.async.cg"),
+        ),
+        VecBytes::V8 => {}
+    }
+    expect(
+        "the evo_geometry constant",
+        true,
+        all.contains("evo_geometry"),
+    );
+    for entry in [ENTRY_FWD, ENTRY_COMBINE] {
+        expect(
+            &format!("a ptxas report for {entry}"),
+            true,
+            compiled.report.kernel(entry).is_some(),
+        );
+    }
+    out
+}
+
+fn genome_toml(name: &str, g: &Genome) -> String {
+    GenomeFile {
+        name: name.into(),
+        description: String::new(),
+        genes: *g,
+    }
+    .to_toml_string()
+}
+
+type Job = (Genome, HeadDim, Dtype, Target);
+
+/// Compiles jobs in parallel and checks each; returns failures and prints a summary.
+fn sweep(label: &str, jobs: &[Job]) -> Vec<String> {
+    let tc = toolchain();
+    let start = Instant::now();
+    let results = compile_many(tc, jobs);
+    let wall = start.elapsed().as_secs_f64();
+    let mut failures = Vec::new();
+    let mut worst_regs: Option<(u32, String)> = None;
+    let mut spilling = 0;
+    let mut worst_spill: Option<(u32, String)> = None;
+    for ((g, d, dtype, target), result) in jobs.iter().zip(&results) {
+        let what = format!("{} D{d} {dtype} {target}", g.summary());
+        match result {
+            Err(e) => failures.push(format!(
+                "{what}: {e}\n--- genome ---\n{}",
+                genome_toml("failed", g)
+            )),
+            Ok(c) => {
+                let head = format!("-DEVO_HEAD_DIM={d}");
+                assert!(
+                    c.options.contains(&head),
+                    "compile_many returned results out of job order"
+                );
+                let problems = ptx_mismatches(g, c);
+                if !problems.is_empty() {
+                    failures.push(format!(
+                        "{what}: PTX does not match the genome:\n  {}\n--- genome ---\n{}",
+                        problems.join("\n  "),
+                        genome_toml("mismatch", g)
+                    ));
+                }
+                if let Some(k) = c.report.kernel(ENTRY_FWD) {
+                    if worst_regs.as_ref().is_none_or(|(r, _)| k.registers > *r) {
+                        worst_regs = Some((k.registers, what.clone()));
+                    }
+                    let spill = k.spill_stores + k.spill_loads;
+                    if spill > 0 {
+                        spilling += 1;
+                    }
+                    if worst_spill.as_ref().is_none_or(|(s, _)| spill > *s) {
+                        worst_spill = Some((spill, what.clone()));
+                    }
+                }
+            }
+        }
+    }
+    let (regs, regs_at) = worst_regs.unwrap_or_default();
+    let (spill, spill_at) = worst_spill.unwrap_or_default();
+    eprintln!(
+        "[{label}] {} compiles in {wall:.1} s = {:.2} compiles/s on {} rayon threads ({}, template {}); \
+         {} failed; most registers {regs} ({regs_at}); {spilling} spill, worst {spill} bytes ({spill_at})",
+        jobs.len(),
+        jobs.len() as f64 / wall,
+        rayon::current_num_threads(),
+        tc.label(),
+        template_hash(),
+        failures.len(),
+    );
+    failures
+}
+
+fn assert_no_failures(failures: Vec<String>) {
+    if failures.is_empty() {
+        return;
+    }
+    let shown: Vec<&String> = failures.iter().take(5).collect();
+    panic!(
+        "{} of the compiles failed; the first {}:\n\n{}",
+        failures.len(),
+        shown.len(),
+        shown
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}
+
+#[test]
+fn nvrtc_sweep_named_genomes() {
+    let mut jobs = Vec::new();
+    for file in named_genomes() {
+        for target in Target::ALL {
+            for d in HeadDim::ALL {
+                for dtype in Dtype::ALL {
+                    if file.genes.is_valid(d, target) {
+                        jobs.push((file.genes, d, dtype, target));
+                    } else {
+                        assert_eq!(
+                            d,
+                            HeadDim::D128,
+                            "{} must be valid at D64 on {target}",
+                            file.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert_no_failures(sweep("named genomes", &jobs));
+}
+
+/// Genomes drawn uniformly from the valid space, half from sm_89's space and half
+/// from sm_90's, each compiled for every target it is valid on. `EVO_SWEEP_SAMPLES`
+/// overrides the count (default 300), `EVO_SWEEP_SEED` the seed.
+#[test]
+fn nvrtc_sweep_sampled_valid_genomes() {
+    let samples: usize = std::env::var("EVO_SWEEP_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let seed: u64 = std::env::var("EVO_SWEEP_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed);
+    eprintln!("[sampled] {samples} genomes, ChaCha8 seed {seed}");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut jobs = Vec::new();
+    for i in 0..samples {
+        let space_of = Target::ALL[i % 2];
+        let d = HeadDim::ALL[rng.random_range(0..2)];
+        let dtype = Dtype::ALL[rng.random_range(0..2)];
+        let g = space::sample_valid(&mut rng, d, space_of);
+        for target in Target::ALL {
+            if g.is_valid(d, target) {
+                jobs.push((g, d, dtype, target));
+            }
+        }
+    }
+    assert_no_failures(sweep("sampled", &jobs));
+}
+
+/// `reg_cap` must bound the forward kernel's registers: a cap that ptxas overrides
+/// (e.g. because `__launch_bounds__` asks for more) makes the gene a no-op.
+#[test]
+fn reg_cap_bounds_registers() {
+    let fa2 = GenomeFile::load(&genome_dir().join("fa2.toml")).expect("fa2.toml");
+    let mut broken = Vec::new();
+    for cap in [RegCap::R64, RegCap::R96, RegCap::R128] {
+        let mut g = fa2.genes;
+        g.reg_cap = cap;
+        let c = compile_genome(toolchain(), &g, HeadDim::D64, Dtype::F16, Target::Sm90)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let regs = c.report.kernel(ENTRY_FWD).expect("fwd report").registers;
+        if regs > cap.get() {
+            let notes: Vec<&str> = c
+                .log
+                .lines()
+                .filter(|l| l.contains("maxrregcount"))
+                .collect();
+            broken.push(format!(
+                "reg_cap = {cap}: {regs} registers; ptxas: {notes:?}"
+            ));
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn hand_written_source_compiles_with_the_same_path() {
+    let source = include_str!("data/spill.cu");
+    let opts = CompileOptions {
+        reg_cap: Some(32),
+        ..CompileOptions::new(Target::Sm89)
+    };
+    let c = compile_source(toolchain(), "spill.cu", source, &Defines::default(), &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(c.cubin.starts_with(b"\x7fELF"), "CUBIN is an ELF image");
+    assert!(c.ptx.contains(".target sm_89"), "PTX targets sm_89");
+    let spill = c
+        .report
+        .kernel("spill_kernel")
+        .expect("spill_kernel reported");
+    assert_eq!(spill.registers, 32);
+    assert!(spill.spill_stores > 0 && spill.spill_loads > 0, "{spill:?}");
+    assert_eq!(c.report.kernel("tiny").map(|k| k.smem_static), Some(1024));
+    assert!(c
+        .options
+        .contains(&format!("-I{}", toolchain().include_dir.display())));
+}
+
+#[test]
+fn compile_error_keeps_the_log_and_flags() {
+    let source = "extern \"C\" __global__ void broken(float* out) { out[0] = EVO_UNDEFINED; }\n";
+    let defines = Defines(vec![("EVO_HEAD_DIM".into(), "64".into())]);
+    let err = compile_source(
+        toolchain(),
+        "broken.cu",
+        source,
+        &defines,
+        &CompileOptions::new(Target::Sm90),
+    )
+    .expect_err("undefined identifier");
+    match &err {
+        CodegenError::Compile { name, log, options } => {
+            assert_eq!(name, "broken.cu");
+            assert!(log.contains("broken.cu(1): error"), "{log}");
+            assert!(log.contains("EVO_UNDEFINED"), "{log}");
+            assert!(options.contains(&"-DEVO_HEAD_DIM=64".to_string()));
+        }
+        other => panic!("expected Compile, got {other:?}"),
+    }
+    assert!(err.to_string().contains("--gpu-architecture=sm_90"));
+}

@@ -1,0 +1,159 @@
+//! The baselines every run is measured against, in the same process and the same way.
+//!
+//! - `cublas-hybrid`: the seeds' hybrid — cuBLAS strided-batched GEMM S = Q·Kᵀ (fp32
+//!   out), a row softmax with the causal mask in fp32 (the kernel below, compiled by
+//!   NVRTC), and P·V through cuBLAS again. It goes through GREEN and FAST exactly as a
+//!   candidate does ([`crate::device::HybridKernel`]).
+//! - PyTorch SDPA per backend (cuDNN, flash, efficient), by `scripts/sdpa_baseline.py`
+//!   when `python3 -c 'import torch'` works: graph-timed as ANCHORS.md describes, with
+//!   the same input rotation as FAST, its JSON read back here.
+
+use crate::error::GateError;
+use evo_genome::Problem;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::process::Command;
+
+/// The hybrid's softmax: one block per row of S, fp32 throughout, 16-bit P out.
+/// Compile with `-DEVO_BF16=0|1`. Masked keys (j > i when causal) get P = 0.
+pub const SOFTMAX_SOURCE: &str = r#"
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#if EVO_BF16
+typedef __nv_bfloat16 elem_t;
+__device__ __forceinline__ elem_t from_float(float x) { return __float2bfloat16(x); }
+#else
+typedef __half elem_t;
+__device__ __forceinline__ elem_t from_float(float x) { return __float2half(x); }
+#endif
+
+__device__ float block_reduce(float v, bool is_max) {
+    __shared__ float partial[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        float other = __shfl_xor_sync(0xffffffffu, v, o);
+        v = is_max ? fmaxf(v, other) : v + other;
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    int warps = (blockDim.x + 31) >> 5;
+    v = lane < warps ? partial[lane] : (is_max ? -__int_as_float(0x7f800000) : 0.0f);
+    for (int o = 16; o > 0; o >>= 1) {
+        float other = __shfl_xor_sync(0xffffffffu, v, o);
+        v = is_max ? fmaxf(v, other) : v + other;
+    }
+    __syncthreads();  // partial[] is reused by the next reduction
+    return v;
+}
+
+extern "C" __global__ void evo_softmax_rows(const float* S, elem_t* P, int Lq, int Lk,
+                                            int rows, int causal, float scale) {
+    int row = blockIdx.x;
+    if (row >= rows) return;
+    int i = row % Lq;
+    const float* s = S + (size_t)row * Lk;
+    elem_t* p = P + (size_t)row * Lk;
+    int visible = causal ? min(i + 1, Lk) : Lk;
+    float m = -__int_as_float(0x7f800000);
+    for (int j = threadIdx.x; j < visible; j += blockDim.x) m = fmaxf(m, s[j] * scale);
+    m = block_reduce(m, true);
+    float l = 0.0f;
+    for (int j = threadIdx.x; j < visible; j += blockDim.x) l += expf(s[j] * scale - m);
+    l = block_reduce(l, false);
+    float inv = 1.0f / l;
+    for (int j = threadIdx.x; j < Lk; j += blockDim.x)
+        p[j] = from_float(j < visible ? expf(s[j] * scale - m) * inv : 0.0f);
+}
+"#;
+
+/// One SDPA measurement as the script prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SdpaResult {
+    /// `cudnn`, `flash` or `efficient`.
+    pub backend: String,
+    pub problem: Problem,
+    pub device: String,
+    /// `None` when the backend refused the shape (reason in `error`).
+    pub median_us: Option<f64>,
+    pub min_us: Option<f64>,
+    pub max_us: Option<f64>,
+    pub tflops: Option<f64>,
+    /// Errors against a float64 reference on the same inputs (the tolerance calibration).
+    pub rel_frob: Option<f64>,
+    pub max_abs: Option<f64>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// True when `python3 -c 'import torch'` succeeds.
+pub fn torch_available() -> bool {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)",
+        ])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Runs `script` (scripts/sdpa_baseline.py) on `problems`, returns its results.
+pub fn run_sdpa(
+    script: &Path,
+    problems: &[Problem],
+    seed: u64,
+) -> Result<Vec<SdpaResult>, GateError> {
+    let shapes = serde_json::to_string(problems).map_err(|e| GateError::Sdpa(e.to_string()))?;
+    let out = Command::new("python3")
+        .arg(script)
+        .args(["--shapes", &shapes, "--seed", &seed.to_string()])
+        .output()
+        .map_err(|source| GateError::Io {
+            path: script.display().to_string(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(GateError::Sdpa(format!(
+            "{} exited with {}: {}",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    parse_sdpa(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Parses the script's output: one JSON array on the last non-empty line.
+pub fn parse_sdpa(stdout: &str) -> Result<Vec<SdpaResult>, GateError> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .ok_or_else(|| GateError::Sdpa("the script printed nothing".into()))?;
+    serde_json::from_str(line)
+        .map_err(|e| GateError::Sdpa(format!("unreadable output ({e}): {line}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sdpa_output_parses_including_refused_backends() {
+        let text = r#"note: something
+[{"backend":"cudnn","problem":{"batch":1,"heads":8,"q_len":512,"kv_len":512,"head_dim":64,"dtype":"f16","causal":false},"device":"NVIDIA H100 80GB HBM3","median_us":9.4,"min_us":9.3,"max_us":9.9,"tflops":57.1,"rel_frob":0.0004,"max_abs":0.002},
+ {"backend":"flash","problem":{"batch":1,"heads":8,"q_len":512,"kv_len":512,"head_dim":64,"dtype":"f16","causal":false},"device":"NVIDIA H100 80GB HBM3","median_us":null,"min_us":null,"max_us":null,"tflops":null,"rel_frob":null,"max_abs":null,"error":"No available kernel"}]
+"#;
+        let text = text.replace("\n {", " {");
+        let r = parse_sdpa(&text).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].problem, Problem::seed());
+        assert_eq!(r[1].median_us, None);
+        assert!(r[1].error.as_deref().unwrap().contains("No available"));
+        assert!(parse_sdpa("").is_err());
+        assert!(parse_sdpa("not json")
+            .unwrap_err()
+            .to_string()
+            .contains("unreadable"));
+    }
+}

@@ -1,0 +1,321 @@
+//! From a genome or a `.cu` file to a loaded [`KernelFamily`]: one NVRTC compile per
+//! (head dim, dtype) the cases need, all compiles of a run done in parallel (rayon)
+//! before the GPU part, then one module load per variant into the shared context.
+
+use crate::baselines::SOFTMAX_SOURCE;
+use crate::device::{Device, HybridKernel};
+use crate::error::GateError;
+use crate::family::KernelFamily;
+use crate::outcome::Resources;
+use evo_codegen::{
+    compile_genome, compile_source, CodegenError, CompileOptions, Compiled, Defines, Toolchain,
+};
+use evo_genome::{Dtype, Genome, HeadDim, Problem, Target};
+use rayon::prelude::*;
+
+/// What a kernel family is built from.
+#[derive(Debug, Clone)]
+pub enum KernelSource {
+    /// A genome through the template (`name` from its TOML file).
+    Genome { name: String, genome: Genome },
+    /// A hand-written file under kernels/ABI.md.
+    File { path: String, text: String },
+}
+
+impl KernelSource {
+    pub fn name(&self) -> &str {
+        match self {
+            KernelSource::Genome { name, .. } => name,
+            KernelSource::File { path, .. } => path,
+        }
+    }
+
+    pub fn genome(&self) -> Option<&Genome> {
+        match self {
+            KernelSource::Genome { genome, .. } => Some(genome),
+            KernelSource::File { .. } => None,
+        }
+    }
+
+    /// Why this source cannot be built at a head dim (a genome's violated rules).
+    pub fn unsupported(&self, head_dim: HeadDim, target: Target) -> Option<String> {
+        match self {
+            KernelSource::Genome { genome, .. } => {
+                let v = genome.violations(head_dim, target);
+                (!v.is_empty()).then(|| {
+                    format!(
+                        "the genome is invalid at D{head_dim} on {target}: {}",
+                        v.iter()
+                            .map(|x| x.to_string())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    )
+                })
+            }
+            KernelSource::File { .. } => None,
+        }
+    }
+
+    fn compile(
+        &self,
+        tc: &Toolchain,
+        head_dim: HeadDim,
+        dtype: Dtype,
+        target: Target,
+    ) -> Result<Compiled, CodegenError> {
+        match self {
+            KernelSource::Genome { genome, .. } => {
+                compile_genome(tc, genome, head_dim, dtype, target)
+            }
+            KernelSource::File { path, text } => compile_source(
+                tc,
+                path,
+                text,
+                &abi_defines(head_dim, dtype),
+                &CompileOptions::new(target),
+            ),
+        }
+    }
+}
+
+/// `n` genomes drawn uniformly from the valid space at both head dims (rejection
+/// sampling from the D64-valid ones), named `sampleNNN-<id>`, reproducible from `seed`.
+pub fn sample_sources(n: usize, seed: u64, target: Target) -> Vec<KernelSource> {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| {
+            let genome = loop {
+                let g = evo_genome::space::sample_valid(&mut rng, HeadDim::D64, target);
+                if g.is_valid(HeadDim::D128, target) {
+                    break g;
+                }
+            };
+            KernelSource::Genome {
+                name: format!("sample{i:03}-{}", genome.id()),
+                genome,
+            }
+        })
+        .collect()
+}
+
+/// The two macros every kernel under the ABI is compiled with.
+pub fn abi_defines(head_dim: HeadDim, dtype: Dtype) -> Defines {
+    Defines(vec![
+        ("EVO_HEAD_DIM".into(), head_dim.get().to_string()),
+        (
+            "EVO_BF16".into(),
+            u32::from(dtype == Dtype::Bf16).to_string(),
+        ),
+    ])
+}
+
+/// The (head dim, dtype) pairs a list of problems needs, in first-seen order.
+pub fn variants_for(problems: &[Problem]) -> Vec<(HeadDim, Dtype)> {
+    let mut out = Vec::new();
+    for p in problems {
+        if !out.contains(&(p.head_dim, p.dtype)) {
+            out.push((p.head_dim, p.dtype));
+        }
+    }
+    out
+}
+
+/// One compiled variant, or why there is none.
+pub struct BuiltVariant {
+    pub head_dim: HeadDim,
+    pub dtype: Dtype,
+    pub result: Result<Compiled, String>,
+}
+
+/// Compiles every source at every variant, in parallel; results per source, in order.
+pub fn compile_all(
+    tc: &Toolchain,
+    sources: &[KernelSource],
+    variants: &[(HeadDim, Dtype)],
+    target: Target,
+) -> Vec<Vec<BuiltVariant>> {
+    let jobs: Vec<(usize, HeadDim, Dtype)> = (0..sources.len())
+        .flat_map(|s| variants.iter().map(move |&(d, t)| (s, d, t)))
+        .collect();
+    let built: Vec<(usize, BuiltVariant)> = jobs
+        .par_iter()
+        .map(|&(s, head_dim, dtype)| {
+            let result = match sources[s].unsupported(head_dim, target) {
+                Some(why) => Err(why),
+                None => sources[s]
+                    .compile(tc, head_dim, dtype, target)
+                    .map_err(|e| e.to_string()),
+            };
+            (
+                s,
+                BuiltVariant {
+                    head_dim,
+                    dtype,
+                    result,
+                },
+            )
+        })
+        .collect();
+    let mut out: Vec<Vec<BuiltVariant>> = (0..sources.len()).map(|_| Vec::new()).collect();
+    for (s, v) in built {
+        out[s].push(v);
+    }
+    out
+}
+
+/// Loads the compiled variants into one family; variants that failed to compile are
+/// left out (the caller reports them per case).
+pub fn load_family(
+    device: &Device,
+    name: &str,
+    built: &[BuiltVariant],
+) -> Result<KernelFamily, GateError> {
+    let mut family = KernelFamily::new(name);
+    for v in built {
+        if let Ok(c) = &v.result {
+            let label = format!("{name} (D{} {})", v.head_dim, v.dtype);
+            family.add(
+                v.head_dim,
+                v.dtype,
+                device.load_attention(&label, &c.cubin)?,
+            );
+        }
+    }
+    Ok(family)
+}
+
+/// ptxas's figures for the forward kernel of a variant, with the launch's smem.
+pub fn resources(compiled: &Compiled, smem_bytes: u32) -> Option<Resources> {
+    compiled
+        .report
+        .kernel(crate::device::ENTRY_FWD)
+        .map(|k| Resources {
+            registers: k.registers,
+            spill_stores: k.spill_stores,
+            spill_loads: k.spill_loads,
+            stack_frame: k.stack_frame,
+            smem_bytes,
+        })
+}
+
+/// Compiles the hybrid's softmax for both dtypes and builds the baseline on `device`.
+pub fn cublas_hybrid(
+    tc: &Toolchain,
+    device: &Device,
+    target: Target,
+) -> Result<HybridKernel, GateError> {
+    let mut cubins = Vec::new();
+    for dtype in Dtype::ALL {
+        let defines = Defines(vec![(
+            "EVO_BF16".into(),
+            u32::from(dtype == Dtype::Bf16).to_string(),
+        )]);
+        let compiled = compile_source(
+            tc,
+            "cublas_hybrid_softmax.cu",
+            SOFTMAX_SOURCE,
+            &defines,
+            &CompileOptions::new(target),
+        )
+        .map_err(|e| GateError::Compile(e.to_string()))?;
+        cubins.push((dtype, compiled.cubin));
+    }
+    device.cublas_hybrid(&cubins)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_are_deduplicated_in_order() {
+        let cases = crate::suite::GreenSuite::Default.cases();
+        let problems: Vec<Problem> = cases.iter().map(|c| c.problem).collect();
+        let v = variants_for(&problems);
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[0], (HeadDim::D64, Dtype::F16));
+    }
+
+    #[test]
+    fn samples_are_valid_at_both_head_dims_and_reproducible() {
+        let a = sample_sources(20, 4, Target::Sm90);
+        let b = sample_sources(20, 4, Target::Sm90);
+        assert_eq!(a.len(), 20);
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.name(), y.name());
+            let g = x.genome().unwrap();
+            assert!(
+                g.is_valid(HeadDim::D64, Target::Sm90) && g.is_valid(HeadDim::D128, Target::Sm90)
+            );
+        }
+    }
+
+    #[test]
+    fn abi_defines_name_head_dim_and_dtype() {
+        assert_eq!(
+            abi_defines(HeadDim::D128, Dtype::Bf16).flags(),
+            vec!["-DEVO_HEAD_DIM=128".to_string(), "-DEVO_BF16=1".to_string()]
+        );
+    }
+
+    /// Needs NVRTC (as the codegen tests: `.ci/run` installs it), no GPU.
+    #[test]
+    fn hand_written_kernels_and_the_hybrid_softmax_compile_for_every_variant() {
+        let tc = Toolchain::discover().unwrap_or_else(|e| panic!("{e}"));
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
+        let mut sources: Vec<KernelSource> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "cu"))
+            .map(|p| KernelSource::File {
+                path: p.display().to_string(),
+                text: std::fs::read_to_string(&p).unwrap(),
+            })
+            .collect();
+        sources.sort_by(|a, b| a.name().cmp(b.name()));
+        assert!(sources.len() >= 8);
+        let variants: Vec<(HeadDim, Dtype)> = HeadDim::ALL
+            .iter()
+            .flat_map(|&d| Dtype::ALL.iter().map(move |&t| (d, t)))
+            .collect();
+        for (source, built) in
+            sources
+                .iter()
+                .zip(compile_all(&tc, &sources, &variants, Target::Sm90))
+        {
+            for v in built {
+                let c = v.result.unwrap_or_else(|e| {
+                    panic!("{} D{} {}: {e}", source.name(), v.head_dim, v.dtype)
+                });
+                let r = resources(&c, 0).unwrap_or_else(|| {
+                    panic!(
+                        "{}: no ptxas figures for {}",
+                        source.name(),
+                        crate::device::ENTRY_FWD
+                    )
+                });
+                assert!(r.registers > 0);
+            }
+        }
+        for dtype in Dtype::ALL {
+            let defines = Defines(vec![(
+                "EVO_BF16".into(),
+                u32::from(dtype == Dtype::Bf16).to_string(),
+            )]);
+            let c = compile_source(
+                &tc,
+                "softmax.cu",
+                SOFTMAX_SOURCE,
+                &defines,
+                &CompileOptions::new(Target::Sm90),
+            )
+            .unwrap();
+            assert!(
+                c.report.kernel(crate::device::ENTRY_SOFTMAX).is_some(),
+                "{}",
+                c.log
+            );
+        }
+    }
+}

@@ -1,0 +1,905 @@
+//! The CUDA boundary: the only module that talks to the driver and cuBLAS, and the
+//! only one with `unsafe`.
+//!
+//! One [`Device`] holds the context and one non-default stream (graph capture is not
+//! allowed on the legacy default stream). cudarc's per-buffer event tracking is
+//! switched off at creation: everything runs on that one stream, so the tracking
+//! would only add event records to every launch — and inside a graph capture.
+//!
+//! Without a driver or a GPU every constructor returns [`GateError::NoDevice`]
+//! with the reason (cudarc would panic on a missing library, so presence is
+//! checked first): callers need no `cfg`, as candle's dummy CUDA backend.
+
+use crate::error::GateError;
+use crate::inputs::{poison_bits, Inputs};
+use crate::kernel::{AttentionKernel, TimingMethod};
+use cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas};
+use cudarc::driver::sys::{
+    CUevent_flags, CUfunction_attribute, CUgraphInstantiate_flags, CUstreamCaptureMode,
+};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaGraph, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use cudarc::nvrtc::Ptx;
+use evo_genome::{Dtype, Problem, Target};
+use std::sync::Arc;
+
+/// Symbols of the kernel ABI (kernels/ABI.md).
+pub const ENTRY_FWD: &str = "evo_attention_fwd";
+pub const ENTRY_COMBINE: &str = "evo_attention_combine";
+pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
+/// The hybrid baseline's softmax entry point.
+pub const ENTRY_SOFTMAX: &str = "evo_softmax_rows";
+
+fn driver(during: impl Into<String>) -> impl FnOnce(DriverError) -> GateError {
+    let during = during.into();
+    move |e| GateError::Driver {
+        during,
+        message: e
+            .error_string()
+            .map(|s| format!("{} ({:?})", s.to_string_lossy(), e.0))
+            .unwrap_or_else(|_| format!("{:?}", e.0)),
+    }
+}
+
+/// One GPU: its context and stream.
+pub struct Device {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    name: String,
+    compute_capability: (i32, i32),
+    max_smem_optin: u32,
+}
+
+impl Device {
+    /// Opens GPU `ordinal`, or says why there is none.
+    pub fn open(ordinal: usize) -> Result<Device, GateError> {
+        // SAFETY: only tries to dlopen libcuda by its usual names; no symbol is called.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(GateError::NoDevice(
+                "libcuda (the NVIDIA driver library) was not found by the dynamic loader; \
+                 this machine has no NVIDIA driver — GREEN and FAST need a GPU (use \
+                 `evo evolve` with a recorded landscape, or run on the GPU machine with \
+                 LD_LIBRARY_PATH=/usr/local/cuda/lib64)"
+                    .into(),
+            ));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| {
+            GateError::NoDevice(format!(
+                "the driver is present but GPU {ordinal} cannot be opened: {e} \
+                 (no GPU, or CUDA_VISIBLE_DEVICES hides it)"
+            ))
+        })?;
+        // SAFETY: no buffer exists yet, and every buffer and launch of this device
+        // goes to the one stream below, so no cross-stream synchronisation is needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(driver("creating the stream"))?;
+        let name = ctx.name().map_err(driver("reading the device name"))?;
+        let compute_capability = ctx
+            .compute_capability()
+            .map_err(driver("reading the compute capability"))?;
+        let max_smem_optin = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .map_err(driver("reading the shared-memory limit"))? as u32;
+        Ok(Device {
+            ctx,
+            stream,
+            name,
+            compute_capability,
+            max_smem_optin,
+        })
+    }
+
+    /// The device name as the driver reports it (`NVIDIA H100 80GB HBM3`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.compute_capability
+    }
+
+    /// The genome target matching this device, if the project knows it.
+    pub fn target(&self) -> Option<Target> {
+        Target::from_compute_capability(self.compute_capability.0, self.compute_capability.1)
+    }
+
+    fn load_module(&self, what: &str, cubin: &[u8]) -> Result<Arc<CudaModule>, GateError> {
+        self.ctx
+            .load_module(Ptx::from_binary(cubin.to_vec()))
+            .map_err(driver(format!("loading the module of {what}")))
+    }
+
+    fn function(
+        module: &Arc<CudaModule>,
+        what: &str,
+        entry: &str,
+    ) -> Result<CudaFunction, GateError> {
+        module.load_function(entry).map_err(|e| {
+            GateError::Abi(format!(
+                "{what} has no kernel `{entry}` ({e}); declare it `extern \"C\" __global__` \
+                 with the signature of kernels/ABI.md"
+            ))
+        })
+    }
+
+    /// Loads an attention kernel (CUBIN following kernels/ABI.md) and reads its geometry.
+    pub fn load_attention(&self, name: &str, cubin: &[u8]) -> Result<LoadedKernel, GateError> {
+        let module = self.load_module(name, cubin)?;
+        let fwd = Self::function(&module, name, ENTRY_FWD)?;
+        let symbol = module
+            .get_global(GEOMETRY_SYMBOL, &self.stream)
+            .map_err(|e| {
+                GateError::Abi(format!(
+                    "{name} has no `{GEOMETRY_SYMBOL}` symbol ({e}); declare \
+                 `extern \"C\" __constant__ int {GEOMETRY_SYMBOL}[6] = {{block_m, \
+                 threads_per_block, smem_bytes, split_kv, combine_rows_per_block, \
+                 combine_threads}};` (kernels/ABI.md)"
+                ))
+            })?;
+        if symbol.len() < 24 {
+            return Err(GateError::Abi(format!(
+                "{name}: `{GEOMETRY_SYMBOL}` is {} bytes, expected int[6] (24 bytes)",
+                symbol.len()
+            )));
+        }
+        let raw: Vec<u8> = self
+            .stream
+            .clone_dtoh(&symbol)
+            .map_err(driver(format!("reading {GEOMETRY_SYMBOL} of {name}")))?;
+        let ints: Vec<i32> = raw[..24]
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let geometry =
+            Geometry::from_ints(&ints).map_err(|m| GateError::Abi(format!("{name}: {m}")))?;
+        geometry
+            .check(self.max_smem_optin)
+            .map_err(|m| GateError::Abi(format!("{name}: {m}")))?;
+        let combine = if geometry.split_kv > 1 {
+            Some(Self::function(&module, name, ENTRY_COMBINE)?)
+        } else {
+            None
+        };
+        if geometry.smem_bytes > 48 * 1024 {
+            fwd.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                geometry.smem_bytes as i32,
+            )
+            .map_err(driver(format!(
+                "raising the dynamic shared memory of {name} to {} bytes",
+                geometry.smem_bytes
+            )))?;
+        }
+        Ok(LoadedKernel {
+            name: name.to_string(),
+            ctx: self.ctx.clone(),
+            stream: self.stream.clone(),
+            _module: module,
+            fwd,
+            combine,
+            geometry,
+            buffers: None,
+            graph: None,
+        })
+    }
+
+    /// The cuBLAS hybrid baseline (Q·Kᵀ GEMM, the row softmax, P·V GEMM); one
+    /// softmax CUBIN per dtype (`evo_softmax_rows` compiled with EVO_BF16=0 / 1).
+    pub fn cublas_hybrid(
+        &self,
+        softmax_cubins: &[(Dtype, Vec<u8>)],
+    ) -> Result<HybridKernel, GateError> {
+        // SAFETY: only tries to dlopen libcublas by its usual names.
+        if !unsafe { blas_sys::is_culib_present() } {
+            return Err(GateError::Blas {
+                during: "loading libcublas".into(),
+                message: "libcublas was not found by the dynamic loader; add the CUDA \
+                          toolkit's lib64 to LD_LIBRARY_PATH"
+                    .into(),
+            });
+        }
+        let mut modules = Vec::new();
+        let mut softmax = Vec::new();
+        for (dtype, cubin) in softmax_cubins {
+            let module = self.load_module("the hybrid softmax", cubin)?;
+            softmax.push((
+                *dtype,
+                Self::function(&module, "the hybrid softmax", ENTRY_SOFTMAX)?,
+            ));
+            modules.push(module);
+        }
+        let blas = CudaBlas::new(self.stream.clone()).map_err(|e| GateError::Blas {
+            during: "creating the cuBLAS handle".into(),
+            message: format!("{e:?}"),
+        })?;
+        Ok(HybridKernel {
+            ctx: self.ctx.clone(),
+            stream: self.stream.clone(),
+            blas,
+            _modules: modules,
+            softmax,
+            buffers: None,
+            scratch: None,
+            graph: None,
+        })
+    }
+}
+
+/// The launch geometry a kernel module declares in `evo_geometry`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Geometry {
+    pub block_m: u32,
+    pub threads: u32,
+    pub smem_bytes: u32,
+    pub split_kv: u32,
+    pub combine_rows: u32,
+    pub combine_threads: u32,
+}
+
+impl Geometry {
+    /// From the six ints of `evo_geometry`, refusing values no launch can use.
+    pub fn from_ints(v: &[i32]) -> Result<Geometry, String> {
+        let names = [
+            "block_m",
+            "threads_per_block",
+            "smem_bytes",
+            "split_kv",
+            "combine_rows_per_block",
+            "combine_threads",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            if v[i] < 0 {
+                return Err(format!("evo_geometry[{i}] ({name}) is negative ({})", v[i]));
+            }
+        }
+        Ok(Geometry {
+            block_m: v[0] as u32,
+            threads: v[1] as u32,
+            smem_bytes: v[2] as u32,
+            split_kv: v[3] as u32,
+            combine_rows: v[4] as u32,
+            combine_threads: v[5] as u32,
+        })
+    }
+
+    /// Checks the geometry against the device limits.
+    pub fn check(&self, max_smem_optin: u32) -> Result<(), String> {
+        if self.block_m == 0 {
+            return Err("evo_geometry[0] (block_m) is 0".into());
+        }
+        if !(1..=1024).contains(&self.threads) {
+            return Err(format!(
+                "evo_geometry[1] (threads_per_block) is {}; it must be 1..=1024",
+                self.threads
+            ));
+        }
+        if self.smem_bytes > max_smem_optin {
+            return Err(format!(
+                "evo_geometry[2] (smem_bytes) is {}, over the device's {} bytes per block",
+                self.smem_bytes, max_smem_optin
+            ));
+        }
+        if self.split_kv == 0 {
+            return Err("evo_geometry[3] (split_kv) is 0; use 1 for no split".into());
+        }
+        if self.split_kv > 1
+            && (self.combine_rows == 0 || !(1..=1024).contains(&self.combine_threads))
+        {
+            return Err(format!(
+                "split_kv is {} but the combine geometry (rows {}, threads {}) cannot be launched",
+                self.split_kv, self.combine_rows, self.combine_threads
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn ptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
+    let (p, _sync) = s.device_ptr(stream);
+    p
+}
+
+/// Q, K, V and O of one problem, `sets` times over, plus the split-KV workspace.
+struct IoBuffers {
+    problem: Problem,
+    sets: Vec<[CudaSlice<u16>; 4]>,
+    next: usize,
+}
+
+impl IoBuffers {
+    fn new(stream: &Arc<CudaStream>, inputs: &Inputs, sets: usize) -> Result<IoBuffers, GateError> {
+        let p = inputs.problem;
+        let mut all = Vec::with_capacity(sets);
+        for _ in 0..sets.max(1) {
+            let q = stream
+                .clone_htod(&inputs.q)
+                .map_err(driver("uploading Q"))?;
+            let k = stream
+                .clone_htod(&inputs.k)
+                .map_err(driver("uploading K"))?;
+            let v = stream
+                .clone_htod(&inputs.v)
+                .map_err(driver("uploading V"))?;
+            let o = stream
+                .clone_htod(&vec![poison_bits(p.dtype); p.q_elems()])
+                .map_err(driver("allocating O"))?;
+            all.push([q, k, v, o]);
+        }
+        Ok(IoBuffers {
+            problem: p,
+            sets: all,
+            next: 0,
+        })
+    }
+
+    /// Re-fills the first set with new inputs and a poisoned O.
+    fn refill(&mut self, stream: &Arc<CudaStream>, inputs: &Inputs) -> Result<(), GateError> {
+        let p = inputs.problem;
+        let [q, k, v, o] = &mut self.sets[0];
+        stream
+            .memcpy_htod(&inputs.q, q)
+            .map_err(driver("uploading Q"))?;
+        stream
+            .memcpy_htod(&inputs.k, k)
+            .map_err(driver("uploading K"))?;
+        stream
+            .memcpy_htod(&inputs.v, v)
+            .map_err(driver("uploading V"))?;
+        stream
+            .memcpy_htod(&vec![poison_bits(p.dtype); p.q_elems()], o)
+            .map_err(driver("poisoning O"))?;
+        Ok(())
+    }
+
+    fn rotate(&mut self) -> usize {
+        let i = self.next;
+        self.next = (self.next + 1) % self.sets.len();
+        i
+    }
+}
+
+fn alloc<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    n: usize,
+    what: &str,
+) -> Result<CudaSlice<T>, GateError> {
+    stream
+        .alloc_zeros::<T>(n.max(1))
+        .map_err(driver(format!("allocating {what} ({n} elements)")))
+}
+
+/// Events with timing enabled: cudarc's `new_event(None)` creates them with
+/// `CU_EVENT_DISABLE_TIMING`, whose elapsed time is an error.
+fn timed<F: FnMut() -> Result<(), GateError>>(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    mut body: F,
+) -> Result<f64, GateError> {
+    let start = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(driver("creating a timing event"))?;
+    let end = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(driver("creating a timing event"))?;
+    start
+        .record(stream)
+        .map_err(driver("recording the start event"))?;
+    body()?;
+    end.record(stream)
+        .map_err(driver("recording the end event"))?;
+    let ms = start
+        .elapsed_ms(&end)
+        .map_err(driver("waiting for the timed calls"))?;
+    Ok(ms as f64)
+}
+
+/// Captures `calls` calls of `launch` into a graph (a capture is always ended, also
+/// when a call fails inside it, so the stream is usable afterwards).
+fn capture<F: FnMut() -> Result<(), GateError>>(
+    stream: &Arc<CudaStream>,
+    calls: u32,
+    mut launch: F,
+) -> Result<CudaGraph, GateError> {
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+        .map_err(driver("beginning a graph capture"))?;
+    let mut result = Ok(());
+    for _ in 0..calls {
+        result = launch();
+        if result.is_err() {
+            break;
+        }
+    }
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+    result?;
+    let graph = graph
+        .map_err(driver("ending the graph capture"))?
+        .ok_or_else(|| GateError::Driver {
+            during: "ending the graph capture".into(),
+            message: "the capture produced no graph".into(),
+        })?;
+    graph.upload().map_err(driver("uploading the graph"))?;
+    Ok(graph)
+}
+
+/// The split-KV workspace: `ws_o` and `ws_lse`.
+type Workspace = (CudaSlice<f32>, CudaSlice<f32>);
+
+/// A loaded attention kernel (generated or hand-written), ready for the gates.
+pub struct LoadedKernel {
+    name: String,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    _module: Arc<CudaModule>,
+    fwd: CudaFunction,
+    combine: Option<CudaFunction>,
+    geometry: Geometry,
+    buffers: Option<(IoBuffers, Option<Workspace>)>,
+    graph: Option<(u32, CudaGraph)>,
+}
+
+impl LoadedKernel {
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    fn ensure_buffers(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
+        let p = inputs.problem;
+        self.graph = None;
+        let reuse = matches!(&self.buffers, Some((b, _)) if b.problem == p && b.sets.len() == sets);
+        if reuse {
+            let (b, _) = self.buffers.as_mut().expect("checked above");
+            return b.refill(&self.stream, inputs);
+        }
+        self.buffers = None;
+        let io = IoBuffers::new(&self.stream, inputs, sets)?;
+        let ws = if self.geometry.split_kv > 1 {
+            let split = self.geometry.split_kv as usize;
+            let rows = (p.batch * p.heads * p.q_len) as usize;
+            let ws_o = alloc::<f32>(
+                &self.stream,
+                split * rows * p.head_dim.get() as usize,
+                "ws_o",
+            )?;
+            let ws_lse = alloc::<f32>(&self.stream, split * rows, "ws_lse")?;
+            Some((ws_o, ws_lse))
+        } else {
+            None
+        };
+        self.buffers = Some((io, ws));
+        Ok(())
+    }
+
+    /// Poisons the split-KV workspace with NaN, so a combine that reads a slot the
+    /// forward kernel never wrote produces NaN instead of a stale value.
+    fn poison_workspace(&mut self) -> Result<(), GateError> {
+        if let Some((_, Some((ws_o, ws_lse)))) = &mut self.buffers {
+            let nan_o = vec![f32::NAN; ws_o.len()];
+            let nan_l = vec![f32::NAN; ws_lse.len()];
+            self.stream
+                .memcpy_htod(&nan_o, ws_o)
+                .map_err(driver("poisoning ws_o"))?;
+            self.stream
+                .memcpy_htod(&nan_l, ws_lse)
+                .map_err(driver("poisoning ws_lse"))?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues one call (forward, then combine when split) on input set `set`.
+    fn launch(&self, set: usize) -> Result<(), GateError> {
+        let (io, ws) = self
+            .buffers
+            .as_ref()
+            .ok_or_else(|| GateError::Abi("launch before buffers".into()))?;
+        let p = io.problem;
+        let g = self.geometry;
+        let [q, k, v, o] = &io.sets[set];
+        let (pq, pk, pv, po) = (
+            ptr(q, &self.stream),
+            ptr(k, &self.stream),
+            ptr(v, &self.stream),
+            ptr(o, &self.stream),
+        );
+        let (pws_o, pws_l) = match ws {
+            Some((a, b)) => (ptr(a, &self.stream), ptr(b, &self.stream)),
+            None => (0u64, 0u64),
+        };
+        let (b, h, lq, lk) = (
+            p.batch as i32,
+            p.heads as i32,
+            p.q_len as i32,
+            p.kv_len as i32,
+        );
+        let causal = p.causal as i32;
+        let scale = 1.0f32 / (p.head_dim.get() as f32).sqrt();
+        let cfg = LaunchConfig {
+            grid_dim: (p.q_len.div_ceil(g.block_m), p.batch * p.heads, g.split_kv),
+            block_dim: (g.threads, 1, 1),
+            shared_mem_bytes: g.smem_bytes,
+        };
+        let mut args = self.stream.launch_builder(&self.fwd);
+        args.arg(&pq)
+            .arg(&pk)
+            .arg(&pv)
+            .arg(&po)
+            .arg(&pws_o)
+            .arg(&pws_l)
+            .arg(&b)
+            .arg(&h)
+            .arg(&lq)
+            .arg(&lk)
+            .arg(&causal)
+            .arg(&scale);
+        // SAFETY: the argument list is the ABI's (kernels/ABI.md): six device pointers
+        // (Q, K, V, O sized for this problem; ws sized split·B·H·Lq·D and split·B·H·Lq
+        // floats, or null when split_kv is 1), five ints and a float; the grid is the
+        // ABI's and was checked against the device limits in `Geometry::check`.
+        unsafe { args.launch(cfg) }
+            .map_err(driver(format!("launching {} of {}", ENTRY_FWD, self.name)))?;
+        if let Some(combine) = &self.combine {
+            let splits = g.split_kv as i32;
+            let cfg = LaunchConfig {
+                grid_dim: (p.q_len.div_ceil(g.combine_rows), p.batch * p.heads, 1),
+                block_dim: (g.combine_threads, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut args = self.stream.launch_builder(combine);
+            args.arg(&pws_o)
+                .arg(&pws_l)
+                .arg(&po)
+                .arg(&b)
+                .arg(&h)
+                .arg(&lq)
+                .arg(&splits);
+            // SAFETY: the ABI's combine signature; the workspace is the one the forward
+            // kernel just wrote, O has B·H·Lq·D elements.
+            unsafe { args.launch(cfg) }.map_err(driver(format!(
+                "launching {} of {}",
+                ENTRY_COMBINE, self.name
+            )))?;
+        }
+        Ok(())
+    }
+}
+
+impl AttentionKernel for LoadedKernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError> {
+        self.ensure_buffers(inputs, 1)?;
+        self.poison_workspace()?;
+        self.launch(0)?;
+        self.stream.synchronize().map_err(driver(format!(
+            "running {} on {}",
+            self.name, inputs.problem
+        )))?;
+        let (io, _) = self.buffers.as_ref().expect("allocated above");
+        self.stream
+            .clone_dtoh(&io.sets[0][3])
+            .map_err(driver("downloading O"))
+    }
+
+    fn prepare_timing(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
+        self.ensure_buffers(inputs, sets)
+    }
+
+    fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError> {
+        match method {
+            TimingMethod::Events => {
+                let ctx = self.ctx.clone();
+                let stream = self.stream.clone();
+                timed(&ctx, &stream, || {
+                    for _ in 0..calls {
+                        let set = self.buffers.as_mut().map(|(b, _)| b.rotate()).unwrap_or(0);
+                        self.launch(set)?;
+                    }
+                    Ok(())
+                })
+            }
+            TimingMethod::Graph => {
+                if !matches!(&self.graph, Some((n, _)) if *n == calls) {
+                    self.graph = None;
+                    let stream = self.stream.clone();
+                    let sets = self
+                        .buffers
+                        .as_ref()
+                        .map(|(b, _)| b.sets.len())
+                        .unwrap_or(1);
+                    let mut i = 0;
+                    let graph = capture(&stream, calls, || {
+                        let r = self.launch(i % sets);
+                        i += 1;
+                        r
+                    })?;
+                    self.graph = Some((calls, graph));
+                }
+                let (_, graph) = self.graph.as_ref().expect("captured above");
+                timed(&self.ctx, &self.stream, || {
+                    graph.launch().map_err(driver("replaying the graph"))
+                })
+            }
+        }
+    }
+
+    fn prepared(&self) -> Option<Problem> {
+        self.buffers.as_ref().map(|(b, _)| b.problem)
+    }
+}
+
+/// The seeds' cuBLAS hybrid: S = Q·Kᵀ (cuBLAS, fp32 out), P = softmax(S·scale + mask)
+/// (fp32 math, 16-bit out), O = P·V (cuBLAS, 16-bit out), all on the device's stream.
+pub struct HybridKernel {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    blas: CudaBlas,
+    _modules: Vec<Arc<CudaModule>>,
+    softmax: Vec<(Dtype, CudaFunction)>,
+    buffers: Option<IoBuffers>,
+    /// S (fp32) and P (16-bit), shared by the input sets: they are the hybrid's own
+    /// intermediates, B·H·Lq·Lk each.
+    scratch: Option<(Problem, CudaSlice<f32>, CudaSlice<u16>)>,
+    graph: Option<(u32, CudaGraph)>,
+}
+
+/// Threads per row of the hybrid's softmax kernel.
+const SOFTMAX_THREADS: u32 = 256;
+
+impl HybridKernel {
+    fn ensure(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
+        let p = inputs.problem;
+        self.graph = None;
+        match &mut self.buffers {
+            Some(b) if b.problem == p && b.sets.len() == sets => b.refill(&self.stream, inputs)?,
+            _ => {
+                self.buffers = None;
+                self.buffers = Some(IoBuffers::new(&self.stream, inputs, sets)?);
+            }
+        }
+        let p_shape = |s: &Option<(Problem, _, _)>| s.as_ref().map(|(p, _, _)| *p);
+        let same_scores = p_shape(&self.scratch)
+            .map(|old| {
+                (old.batch, old.heads, old.q_len, old.kv_len)
+                    == (p.batch, p.heads, p.q_len, p.kv_len)
+            })
+            .unwrap_or(false);
+        if !same_scores {
+            self.scratch = None;
+            let n = (p.batch * p.heads) as usize * p.q_len as usize * p.kv_len as usize;
+            let s = alloc::<f32>(&self.stream, n, "the hybrid's S")?;
+            let pm = alloc::<u16>(&self.stream, n, "the hybrid's P")?;
+            self.scratch = Some((p, s, pm));
+        } else if let Some(scratch) = &mut self.scratch {
+            scratch.0 = p;
+        }
+        Ok(())
+    }
+
+    fn launch(&self, set: usize) -> Result<(), GateError> {
+        let io = self
+            .buffers
+            .as_ref()
+            .ok_or_else(|| GateError::Abi("launch before buffers".into()))?;
+        let (_, s, pm) = self
+            .scratch
+            .as_ref()
+            .ok_or_else(|| GateError::Abi("launch before scratch".into()))?;
+        let p = io.problem;
+        let [q, k, v, o] = &io.sets[set];
+        let st = &self.stream;
+        let (pq, pk, pv, po, ps, pp) = (
+            ptr(q, st),
+            ptr(k, st),
+            ptr(v, st),
+            ptr(o, st),
+            ptr(s, st),
+            ptr(pm, st),
+        );
+        let (lq, lk, d) = (p.q_len as i32, p.kv_len as i32, p.head_dim.get() as i32);
+        let bh = (p.batch * p.heads) as i32;
+        let elem = match p.dtype {
+            Dtype::F16 => blas_sys::cudaDataType::CUDA_R_16F,
+            Dtype::Bf16 => blas_sys::cudaDataType::CUDA_R_16BF,
+        };
+        let (one, zero) = (1.0f32, 0.0f32);
+        let blas_err = |during: &str| {
+            let during = during.to_string();
+            move |e: blas_result::CublasError| GateError::Blas {
+                during,
+                message: format!("{e:?}"),
+            }
+        };
+        // Row-major Q [Lq, D] is column-major Qᵀ (D x Lq); S row-major [Lq, Lk] is
+        // column-major Sᵀ (Lk x Lq) = K·Qᵀ: A = K read transposed, B = Q.
+        // SAFETY: pointers are live device buffers of the prepared problem (K: B·H·Lk·D,
+        // Q: B·H·Lq·D, S: B·H·Lq·Lk floats); the strides step one (b, h) at a time.
+        unsafe {
+            blas_result::gemm_strided_batched_ex(
+                *self.blas.handle(),
+                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                lk,
+                lq,
+                d,
+                (&one) as *const f32 as *const _,
+                pk as *const _,
+                elem,
+                d,
+                (lk as i64) * (d as i64),
+                pq as *const _,
+                elem,
+                d,
+                (lq as i64) * (d as i64),
+                (&zero) as *const f32 as *const _,
+                ps as *mut _,
+                blas_sys::cudaDataType::CUDA_R_32F,
+                lk,
+                (lq as i64) * (lk as i64),
+                bh,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(blas_err("the hybrid's Q·Kᵀ GEMM"))?;
+        let rows = bh * lq;
+        let causal = p.causal as i32;
+        let scale = 1.0f32 / (d as f32).sqrt();
+        let cfg = LaunchConfig {
+            grid_dim: (rows as u32, 1, 1),
+            block_dim: (SOFTMAX_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let softmax = self
+            .softmax
+            .iter()
+            .find(|(t, _)| *t == p.dtype)
+            .map(|(_, f)| f)
+            .ok_or_else(|| {
+                GateError::Abi(format!(
+                    "cublas-hybrid has no softmax compiled for {}",
+                    p.dtype
+                ))
+            })?;
+        let mut args = self.stream.launch_builder(softmax);
+        args.arg(&ps)
+            .arg(&pp)
+            .arg(&lq)
+            .arg(&lk)
+            .arg(&rows)
+            .arg(&causal)
+            .arg(&scale);
+        // SAFETY: `evo_softmax_rows(const float* S, T* P, int Lq, int Lk, int rows,
+        // int causal, float scale)` with S and P of rows·Lk elements, one block per row.
+        unsafe { args.launch(cfg) }.map_err(driver("launching the hybrid's softmax"))?;
+        // O row-major [Lq, D] is column-major Oᵀ (D x Lq) = Vᵀ·Pᵀ: A = V (D x Lk
+        // column-major), B = P (Lk x Lq column-major), neither transposed.
+        // SAFETY: V: B·H·Lk·D, P: B·H·Lq·Lk, O: B·H·Lq·D elements of the dtype.
+        unsafe {
+            blas_result::gemm_strided_batched_ex(
+                *self.blas.handle(),
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                d,
+                lq,
+                lk,
+                (&one) as *const f32 as *const _,
+                pv as *const _,
+                elem,
+                d,
+                (lk as i64) * (d as i64),
+                pp as *const _,
+                elem,
+                lk,
+                (lq as i64) * (lk as i64),
+                (&zero) as *const f32 as *const _,
+                po as *mut _,
+                elem,
+                d,
+                (lq as i64) * (d as i64),
+                bh,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(blas_err("the hybrid's P·V GEMM"))?;
+        Ok(())
+    }
+}
+
+impl AttentionKernel for HybridKernel {
+    fn name(&self) -> &str {
+        "cublas-hybrid"
+    }
+
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError> {
+        self.ensure(inputs, 1)?;
+        self.launch(0)?;
+        self.stream.synchronize().map_err(driver(format!(
+            "running cublas-hybrid on {}",
+            inputs.problem
+        )))?;
+        let io = self.buffers.as_ref().expect("allocated above");
+        self.stream
+            .clone_dtoh(&io.sets[0][3])
+            .map_err(driver("downloading O"))
+    }
+
+    fn prepare_timing(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
+        self.ensure(inputs, sets)
+    }
+
+    fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError> {
+        match method {
+            TimingMethod::Events => {
+                let ctx = self.ctx.clone();
+                let stream = self.stream.clone();
+                timed(&ctx, &stream, || {
+                    for _ in 0..calls {
+                        let set = self.buffers.as_mut().map(|b| b.rotate()).unwrap_or(0);
+                        self.launch(set)?;
+                    }
+                    Ok(())
+                })
+            }
+            TimingMethod::Graph => {
+                if !matches!(&self.graph, Some((n, _)) if *n == calls) {
+                    self.graph = None;
+                    let stream = self.stream.clone();
+                    let sets = self.buffers.as_ref().map(|b| b.sets.len()).unwrap_or(1);
+                    let mut i = 0;
+                    let graph = capture(&stream, calls, || {
+                        let r = self.launch(i % sets);
+                        i += 1;
+                        r
+                    })?;
+                    self.graph = Some((calls, graph));
+                }
+                let (_, graph) = self.graph.as_ref().expect("captured above");
+                timed(&self.ctx, &self.stream, || {
+                    graph.launch().map_err(driver("replaying the graph"))
+                })
+            }
+        }
+    }
+
+    fn prepared(&self) -> Option<Problem> {
+        self.buffers.as_ref().map(|b| b.problem)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_is_checked_against_the_device() {
+        let ok = Geometry::from_ints(&[64, 128, 40960, 1, 0, 0]).unwrap();
+        assert!(ok.check(227 * 1024).is_ok());
+        assert!(ok.check(32 * 1024).unwrap_err().contains("smem_bytes"));
+        let split = Geometry::from_ints(&[64, 128, 0, 4, 0, 0]).unwrap();
+        assert!(split.check(227 * 1024).unwrap_err().contains("combine"));
+        assert!(Geometry::from_ints(&[64, -1, 0, 1, 0, 0])
+            .unwrap_err()
+            .contains("threads_per_block"));
+        let zero = Geometry::from_ints(&[64, 128, 0, 0, 0, 0]).unwrap();
+        assert!(zero.check(1 << 20).unwrap_err().contains("split_kv"));
+    }
+
+    #[test]
+    fn without_a_gpu_open_is_a_typed_error_not_a_panic() {
+        // On CI (no driver) this is NoDevice; on the GPU machine it opens.
+        match Device::open(0) {
+            Ok(d) => assert!(!d.name().is_empty()),
+            Err(GateError::NoDevice(msg)) => {
+                assert!(msg.contains("lib") || msg.contains("GPU"), "{msg}")
+            }
+            Err(other) => panic!("expected NoDevice, got {other}"),
+        }
+    }
+}

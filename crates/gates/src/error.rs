@@ -1,0 +1,51 @@
+//! The gates' one error type. Every variant says what failed and, where there is
+//! one, the fix; driver and cuBLAS errors keep the call that raised them.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum GateError {
+    /// No usable CUDA driver or GPU: the same API without a GPU answers this,
+    /// never a panic (candle's `NotCompiledWithCudaSupport` idea).
+    #[error("no CUDA device: {0}")]
+    NoDevice(String),
+    /// A driver call failed; `during` names the step (launch, copy, module load...).
+    #[error("CUDA driver error during {during}: {message}")]
+    Driver { during: String, message: String },
+    /// A cuBLAS call failed (the hybrid baseline).
+    #[error("cuBLAS error during {during}: {message}")]
+    Blas { during: String, message: String },
+    /// The kernel module breaks the ABI of kernels/ABI.md (a missing symbol, a
+    /// geometry that cannot be launched).
+    #[error("kernel ABI: {0}")]
+    Abi(String),
+    /// A kernel (the hybrid's softmax, a hand-written file) did not compile.
+    #[error("compile failed: {0}")]
+    Compile(String),
+    /// The CPU reference failed (candle); this is a bug in the gates, not in the kernel.
+    #[error("reference (candle) failed: {0}")]
+    Reference(String),
+    /// The problem cannot be run (a zero length, B·H over the grid limit).
+    #[error("problem {problem}: {message}")]
+    Problem { problem: String, message: String },
+    /// The SDPA baseline script failed or printed something unreadable.
+    #[error("SDPA baseline: {0}")]
+    Sdpa(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl GateError {
+    /// True when the error came from running the kernel on the device (a fault, a
+    /// launch failure), which a search records as `runtime_failed`.
+    pub fn is_runtime(&self) -> bool {
+        matches!(
+            self,
+            GateError::Driver { .. } | GateError::Blas { .. } | GateError::Abi(_)
+        )
+    }
+}

@@ -1,0 +1,85 @@
+//! One kernel design as the GPU runs it: a variant per (head dim, dtype), since the
+//! template and hand-written files are compiled per `EVO_HEAD_DIM` and `EVO_BF16`.
+//! The family dispatches each call to the variant the problem needs, so GREEN's
+//! suite (both head dims, both dtypes) runs over one [`AttentionKernel`].
+
+use crate::device::LoadedKernel;
+use crate::error::GateError;
+use crate::inputs::Inputs;
+use crate::kernel::{AttentionKernel, TimingMethod};
+use evo_genome::{Dtype, HeadDim, Problem};
+
+pub struct KernelFamily {
+    name: String,
+    variants: Vec<((HeadDim, Dtype), LoadedKernel)>,
+    timing: Option<usize>,
+}
+
+impl KernelFamily {
+    pub fn new(name: impl Into<String>) -> KernelFamily {
+        KernelFamily {
+            name: name.into(),
+            variants: Vec::new(),
+            timing: None,
+        }
+    }
+
+    pub fn add(&mut self, head_dim: HeadDim, dtype: Dtype, kernel: LoadedKernel) {
+        self.variants.retain(|(key, _)| *key != (head_dim, dtype));
+        self.variants.push(((head_dim, dtype), kernel));
+    }
+
+    /// True when a variant for the problem's head dim and dtype is loaded.
+    pub fn supports(&self, p: &Problem) -> bool {
+        self.index(p).is_some()
+    }
+
+    pub fn variant(&self, head_dim: HeadDim, dtype: Dtype) -> Option<&LoadedKernel> {
+        self.variants
+            .iter()
+            .find(|(key, _)| *key == (head_dim, dtype))
+            .map(|(_, k)| k)
+    }
+
+    fn index(&self, p: &Problem) -> Option<usize> {
+        self.variants
+            .iter()
+            .position(|(key, _)| *key == (p.head_dim, p.dtype))
+    }
+
+    fn get(&mut self, p: &Problem) -> Result<&mut LoadedKernel, GateError> {
+        let i = self.index(p).ok_or_else(|| {
+            GateError::Abi(format!(
+                "{} has no variant compiled for D{} {} (needed by {p})",
+                self.name, p.head_dim, p.dtype
+            ))
+        })?;
+        Ok(&mut self.variants[i].1)
+    }
+}
+
+impl AttentionKernel for KernelFamily {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError> {
+        self.get(&inputs.problem)?.run_once(inputs)
+    }
+
+    fn prepare_timing(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
+        self.timing = self.index(&inputs.problem);
+        self.get(&inputs.problem)?.prepare_timing(inputs, sets)
+    }
+
+    fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError> {
+        let i = self
+            .timing
+            .ok_or_else(|| GateError::Abi(format!("{}: timed before prepare_timing", self.name)))?;
+        self.variants[i].1.time_calls(calls, method)
+    }
+
+    fn prepared(&self) -> Option<Problem> {
+        self.timing.and_then(|i| self.variants[i].1.prepared())
+    }
+}

@@ -1,0 +1,231 @@
+//! Tests that need an NVIDIA GPU and NVRTC: `cargo test -p evo-gates --features gpu
+//! -- --test-threads=1` (one at a time, so timings do not share the GPU).
+//!
+//! The adversarial kernels of tests/kernels/ must each get the verdict written in
+//! their `.expected.toml`; the naive kernel, the cuBLAS hybrid and the named genomes
+//! must pass GREEN over the default suite.
+
+use crate::compile::{compile_all, cublas_hybrid, load_family, variants_for, KernelSource};
+use crate::device::Device;
+use crate::error::GateError;
+use crate::fast::{time_problem, FastOptions};
+use crate::green::{run_green, GreenOptions, GreenReport};
+use crate::kernel::AttentionKernel;
+use crate::suite::GreenSuite;
+use evo_codegen::{compile_source, CompileOptions, Toolchain};
+use evo_genome::{GenomeFile, Problem, Target};
+use std::path::{Path, PathBuf};
+
+/// The repository root: `EVO_REPO`, else the checkout this binary was built in (a
+/// test binary carried to the GPU machine runs from another path).
+fn repo() -> PathBuf {
+    std::env::var_os("EVO_REPO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+fn setup() -> (Device, Toolchain, Target) {
+    let device = Device::open(0).unwrap_or_else(|e| panic!("{e}"));
+    let target = device.target().unwrap_or_else(|| {
+        panic!(
+            "{} (compute capability {:?}) is not a known target",
+            device.name(),
+            device.compute_capability()
+        )
+    });
+    let tc = Toolchain::discover().unwrap_or_else(|e| panic!("{e}"));
+    (device, tc, target)
+}
+
+fn green_over_default(
+    device: &Device,
+    tc: &Toolchain,
+    target: Target,
+    sources: &[KernelSource],
+) -> Vec<GreenReport> {
+    let cases = GreenSuite::Default.cases();
+    let problems: Vec<Problem> = cases.iter().map(|c| c.problem).collect();
+    let built = compile_all(tc, sources, &variants_for(&problems), target);
+    sources
+        .iter()
+        .zip(&built)
+        .map(|(source, variants)| {
+            for v in variants {
+                if let Err(e) = &v.result {
+                    panic!(
+                        "{} D{} {} did not compile: {e}",
+                        source.name(),
+                        v.head_dim,
+                        v.dtype
+                    );
+                }
+            }
+            let mut family =
+                load_family(device, source.name(), variants).unwrap_or_else(|e| panic!("{e}"));
+            run_green(
+                &mut family,
+                &cases,
+                GreenOptions {
+                    seed: 2026,
+                    stop_at_first_failure: false,
+                },
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", source.name()))
+        })
+        .collect()
+}
+
+#[derive(serde::Deserialize)]
+struct Expected {
+    verdict: String,
+    reason_contains: Option<String>,
+    because: String,
+}
+
+#[test]
+fn hand_written_kernels_get_their_expected_verdicts() {
+    let (device, tc, target) = setup();
+    let dir = repo().join("tests/kernels");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cu"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 8,
+        "expected the naive kernel and seven adversarial ones in {}",
+        dir.display()
+    );
+    let sources: Vec<KernelSource> = files
+        .iter()
+        .map(|p| KernelSource::File {
+            path: format!("tests/kernels/{}", p.file_name().unwrap().to_string_lossy()),
+            text: std::fs::read_to_string(p).unwrap(),
+        })
+        .collect();
+    let reports = green_over_default(&device, &tc, target, &sources);
+    let mut wrong = Vec::new();
+    for (file, report) in files.iter().zip(&reports) {
+        let expected: Expected =
+            toml::from_str(&std::fs::read_to_string(file.with_extension("expected.toml")).unwrap())
+                .unwrap();
+        let verdict = if report.passed() { "pass" } else { "fail" };
+        let failures = report.failures();
+        eprintln!(
+            "{}: {verdict} (expected {}: {})\n{failures}",
+            file.display(),
+            expected.verdict,
+            expected.because
+        );
+        let reason_ok = expected
+            .reason_contains
+            .as_ref()
+            .is_none_or(|r| failures.contains(r.as_str()));
+        if verdict != expected.verdict || !reason_ok {
+            wrong.push(format!(
+                "{}: got {verdict}, expected {} ({:?})\n{failures}",
+                file.display(),
+                expected.verdict,
+                expected.reason_contains
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn named_genomes_pass_green() {
+    let (device, tc, target) = setup();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo().join("genomes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    let sources: Vec<KernelSource> = paths
+        .iter()
+        .map(|p| {
+            let f = GenomeFile::load(p).unwrap();
+            KernelSource::Genome {
+                name: f.name,
+                genome: f.genes,
+            }
+        })
+        .collect();
+    let failed: Vec<String> = green_over_default(&device, &tc, target, &sources)
+        .iter()
+        .filter(|r| !r.passed())
+        .map(|r| format!("{}:\n{}", r.kernel, r.failures()))
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn cublas_hybrid_passes_green_and_is_timed() {
+    let (device, tc, target) = setup();
+    let mut hybrid = cublas_hybrid(&tc, &device, target).unwrap_or_else(|e| panic!("{e}"));
+    let report = run_green(
+        &mut hybrid,
+        &GreenSuite::Default.cases(),
+        GreenOptions {
+            seed: 7,
+            stop_at_first_failure: false,
+        },
+    )
+    .unwrap();
+    assert!(report.passed(), "{}", report.failures());
+    let t = time_problem(&mut hybrid, &Problem::seed(), 1, &FastOptions::default()).unwrap();
+    eprintln!(
+        "cublas-hybrid {}: {:.2} µs ({}), {:.1} TFLOP/s",
+        t.problem, t.median_us, t.method, t.tflops
+    );
+    assert!(t.min_us <= t.median_us && t.median_us <= t.max_us && t.median_us > 1.0);
+}
+
+#[test]
+fn a_kernel_without_the_geometry_symbol_is_an_abi_error_naming_it() {
+    let (device, tc, target) = setup();
+    let src = "extern \"C\" __global__ void evo_attention_fwd() {}";
+    let c = compile_source(
+        &tc,
+        "no_geometry.cu",
+        src,
+        &crate::compile::abi_defines(evo_genome::HeadDim::D64, evo_genome::Dtype::F16),
+        &CompileOptions::new(target),
+    )
+    .unwrap();
+    match device.load_attention("no_geometry.cu", &c.cubin) {
+        Err(GateError::Abi(msg)) => assert!(msg.contains("evo_geometry"), "{msg}"),
+        Err(other) => panic!("expected an ABI error, got {other}"),
+        Ok(_) => panic!("a module without evo_geometry loaded"),
+    }
+}
+
+#[test]
+fn the_naive_kernel_is_timed_over_rotating_inputs() {
+    let (device, tc, target) = setup();
+    let source = KernelSource::File {
+        path: "tests/kernels/naive.cu".into(),
+        text: std::fs::read_to_string(repo().join("tests/kernels/naive.cu")).unwrap(),
+    };
+    let p = Problem::seed();
+    let built = compile_all(
+        &tc,
+        std::slice::from_ref(&source),
+        &variants_for(&[p]),
+        target,
+    );
+    let mut family = load_family(&device, "naive", &built[0]).unwrap();
+    let t = time_problem(&mut family, &p, 1, &FastOptions::default()).unwrap();
+    eprintln!(
+        "naive {}: {:.2} µs ({} x{}), {:.2} TFLOP/s",
+        p, t.median_us, t.method, t.launches_per_repeat, t.tflops
+    );
+    assert!(t.min_us <= t.median_us && t.median_us <= t.max_us);
+    assert!(
+        t.launches_per_repeat as f64 * t.median_us >= 900.0,
+        "a repeat lasts about 1 ms or more"
+    );
+    assert_eq!(family.prepared(), Some(p));
+}

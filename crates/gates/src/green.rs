@@ -1,0 +1,238 @@
+//! GREEN: is the kernel right?
+//!
+//! For every case of a suite, two launches, each on fresh random inputs from a
+//! recorded seed (the second catches a kernel that replays a stale result), each
+//! into an output poisoned with NaN. A launch passes when every element was
+//! written, none is NaN or Inf, and the relative Frobenius and max abs errors
+//! against the candle reference are within the dtype's [`Tolerance`].
+
+use crate::error::GateError;
+use crate::inputs::{launch_seed, poison_bits, to_f32, Inputs};
+use crate::kernel::AttentionKernel;
+use crate::reference::reference;
+use crate::suite::Case;
+use crate::tolerance::{ErrorStats, Tolerance, Worst};
+use evo_genome::Problem;
+use serde::{Deserialize, Serialize};
+
+/// Launches per case, each on new inputs.
+pub const LAUNCHES_PER_CASE: usize = 2;
+
+#[derive(Debug, Clone, Copy)]
+pub struct GreenOptions {
+    /// The run seed every launch's input seed derives from (recorded in the report).
+    pub seed: u64,
+    /// Stop at the first failing case (a search needs only the verdict); `evo gate`
+    /// runs them all so the report shows every failing shape.
+    pub stop_at_first_failure: bool,
+}
+
+/// The outcome of one checked launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchCheck {
+    pub input_seed: u64,
+    pub rel_frob: f64,
+    pub max_abs: f64,
+    pub worst: Option<Worst>,
+    /// Elements still holding the poison bits.
+    pub unwritten: usize,
+    /// Written elements that are NaN or ±Inf.
+    pub nonfinite: usize,
+    /// Query rows compared with the reference (all, or a sample per (b, h)).
+    pub rows_checked: usize,
+    pub max_abs_score: f32,
+    /// Why this launch failed; `None` when it passed.
+    pub failure: Option<String>,
+}
+
+/// One case: its launches and, if it failed, the first reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseReport {
+    pub case: String,
+    pub problem: Problem,
+    pub tolerance: Tolerance,
+    pub launches: Vec<LaunchCheck>,
+}
+
+impl CaseReport {
+    pub fn passed(&self) -> bool {
+        self.launches.iter().all(|l| l.failure.is_none())
+    }
+
+    /// The first failing launch's reason, prefixed with the case and launch number.
+    pub fn reason(&self) -> Option<String> {
+        self.launches.iter().enumerate().find_map(|(i, l)| {
+            l.failure.as_ref().map(|f| {
+                format!(
+                    "{}, launch {} of {} (input seed {}): {}",
+                    self.case,
+                    i + 1,
+                    self.launches.len(),
+                    l.input_seed,
+                    f
+                )
+            })
+        })
+    }
+
+    /// Worst relative Frobenius error over the launches.
+    pub fn rel_frob(&self) -> f64 {
+        self.launches.iter().map(|l| l.rel_frob).fold(0.0, f64::max)
+    }
+
+    /// Worst max abs error over the launches.
+    pub fn max_abs(&self) -> f64 {
+        self.launches.iter().map(|l| l.max_abs).fold(0.0, f64::max)
+    }
+}
+
+/// GREEN's verdict on one kernel over a suite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GreenReport {
+    pub kernel: String,
+    pub seed: u64,
+    pub cases: Vec<CaseReport>,
+}
+
+impl GreenReport {
+    pub fn passed(&self) -> bool {
+        !self.cases.is_empty() && self.cases.iter().all(CaseReport::passed)
+    }
+
+    /// The reasons of every failing case, one per line.
+    pub fn failures(&self) -> String {
+        self.cases
+            .iter()
+            .filter_map(CaseReport::reason)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Runs GREEN over `cases`.
+pub fn run_green(
+    kernel: &mut dyn AttentionKernel,
+    cases: &[Case],
+    options: GreenOptions,
+) -> Result<GreenReport, GateError> {
+    let mut reports = Vec::with_capacity(cases.len());
+    for (n, case) in cases.iter().enumerate() {
+        let mut launches = Vec::with_capacity(LAUNCHES_PER_CASE);
+        for launch in 0..LAUNCHES_PER_CASE {
+            let inputs = Inputs::random(
+                &case.problem,
+                launch_seed(options.seed, n, launch),
+                case.q_gain,
+            );
+            launches.push(check_once(kernel, &inputs)?);
+        }
+        let report = CaseReport {
+            case: case.label(),
+            problem: case.problem,
+            tolerance: Tolerance::for_dtype(case.problem.dtype),
+            launches,
+        };
+        let failed = !report.passed();
+        reports.push(report);
+        if failed && options.stop_at_first_failure {
+            break;
+        }
+    }
+    Ok(GreenReport {
+        kernel: kernel.name().to_string(),
+        seed: options.seed,
+        cases: reports,
+    })
+}
+
+/// One launch on `inputs`, checked (the post-timing re-check of FAST uses it too).
+pub fn check_once(
+    kernel: &mut dyn AttentionKernel,
+    inputs: &Inputs,
+) -> Result<LaunchCheck, GateError> {
+    let out = kernel.run_once(inputs)?;
+    let expected_len = inputs.problem.q_elems();
+    if out.len() != expected_len {
+        return Err(GateError::Abi(format!(
+            "{} returned {} output elements for {}, expected {expected_len}",
+            kernel.name(),
+            out.len(),
+            inputs.problem
+        )));
+    }
+    let refs = reference(inputs)?;
+    Ok(judge(inputs, &out, &refs))
+}
+
+/// Applies the checks to an output (pure: the fake-device tests call it directly).
+pub fn judge(inputs: &Inputs, out: &[u16], refs: &crate::reference::Reference) -> LaunchCheck {
+    let p = &inputs.problem;
+    let (lq, d) = (p.q_len as usize, p.head_dim.get() as usize);
+    let heads = p.heads as usize;
+    let at = |i: usize| {
+        let (bh, rest) = (i / (lq * d), i % (lq * d));
+        format!(
+            "(b={}, h={}, row={}, col={})",
+            bh / heads,
+            bh % heads,
+            rest / d,
+            rest % d
+        )
+    };
+    let poison = poison_bits(p.dtype);
+    let unwritten: Vec<usize> = (0..out.len()).filter(|&i| out[i] == poison).collect();
+    let nonfinite: Vec<usize> = (0..out.len())
+        .filter(|&i| out[i] != poison && !to_f32(p.dtype, out[i]).is_finite())
+        .collect();
+
+    let mut stats = ErrorStats::default();
+    for (bh, head) in refs.heads.iter().enumerate() {
+        for (i, &row) in head.rows.iter().enumerate() {
+            for c in 0..d {
+                let got = to_f32(p.dtype, out[(bh * lq + row as usize) * d + c]);
+                let key = ((bh / heads) as u32, (bh % heads) as u32, row, c as u32);
+                stats.add(key, got, head.out[i * d + c]);
+            }
+        }
+    }
+    let tol = Tolerance::for_dtype(p.dtype);
+    let mut reasons = Vec::new();
+    if !unwritten.is_empty() {
+        reasons.push(format!(
+            "{} of {} output elements never written (still the NaN poison), first at {}",
+            unwritten.len(),
+            out.len(),
+            at(unwritten[0])
+        ));
+    }
+    if !nonfinite.is_empty() {
+        reasons.push(format!(
+            "{} output elements are NaN or Inf, first at {}",
+            nonfinite.len(),
+            at(nonfinite[0])
+        ));
+    }
+    let violations = stats.violations(&tol);
+    if !violations.is_empty() {
+        let worst = stats
+            .worst
+            .map(|w| format!("; worst at {w}"))
+            .unwrap_or_default();
+        reasons.push(format!(
+            "{} over {} rows{worst}",
+            violations.join(", "),
+            refs.rows_checked()
+        ));
+    }
+    LaunchCheck {
+        input_seed: inputs.seed,
+        rel_frob: stats.rel_frob(),
+        max_abs: stats.max_abs,
+        worst: stats.worst,
+        unwritten: unwritten.len(),
+        nonfinite: nonfinite.len(),
+        rows_checked: refs.rows_checked(),
+        max_abs_score: refs.max_abs_score,
+        failure: (!reasons.is_empty()).then(|| reasons.join("; ")),
+    }
+}

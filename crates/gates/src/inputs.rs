@@ -1,0 +1,144 @@
+//! Random inputs for one launch: Q, K, V as the kernel's 16-bit elements, and their
+//! exact f32 upcasts for the reference.
+//!
+//! Inputs are drawn fresh for every launch from a ChaCha stream whose seed is
+//! recorded in the report, so a failure can be replayed bit for bit. Values are
+//! standard normal (never zeros: zeros hide unwritten outputs and wrong indexing);
+//! the large-logit cases multiply Q so that scores reach |s| > 100, where a softmax
+//! without the running max overflows `expf` (fp32 overflows past exp(88.7)).
+
+use evo_genome::{Dtype, Problem};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The bit pattern the output is filled with before every launch: a quiet NaN with a
+/// payload no arithmetic produces (canonical NaNs are 0x7E00/0x7FFF for f16 and
+/// 0x7FC0/0x7FFF for bf16), so an element still holding it was never written.
+pub fn poison_bits(dtype: Dtype) -> u16 {
+    match dtype {
+        Dtype::F16 => 0x7E5A,
+        Dtype::Bf16 => 0x7FA5,
+    }
+}
+
+/// Rounds an f32 to the dtype; returns the bits.
+pub fn to_bits(dtype: Dtype, x: f32) -> u16 {
+    match dtype {
+        Dtype::F16 => half::f16::from_f32(x).to_bits(),
+        Dtype::Bf16 => half::bf16::from_f32(x).to_bits(),
+    }
+}
+
+/// The f32 value of a 16-bit element.
+pub fn to_f32(dtype: Dtype, bits: u16) -> f32 {
+    match dtype {
+        Dtype::F16 => half::f16::from_bits(bits).to_f32(),
+        Dtype::Bf16 => half::bf16::from_bits(bits).to_f32(),
+    }
+}
+
+/// Q, K and V of one launch.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    pub problem: Problem,
+    /// The seed the three tensors were drawn from.
+    pub seed: u64,
+    pub q: Vec<u16>,
+    pub k: Vec<u16>,
+    pub v: Vec<u16>,
+}
+
+impl Inputs {
+    /// Standard normal Q, K, V; Q is multiplied by `q_gain` (1 for ordinary cases).
+    pub fn random(problem: &Problem, seed: u64, q_gain: f32) -> Inputs {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let dtype = problem.dtype;
+        let mut draw = |n: usize, gain: f32| -> Vec<u16> {
+            (0..n)
+                .map(|_| to_bits(dtype, gain * normal(&mut rng)))
+                .collect()
+        };
+        let q = draw(problem.q_elems(), q_gain);
+        let k = draw(problem.kv_elems(), 1.0);
+        let v = draw(problem.kv_elems(), 1.0);
+        Inputs {
+            problem: *problem,
+            seed,
+            q,
+            k,
+            v,
+        }
+    }
+
+    pub fn q_f32(&self) -> Vec<f32> {
+        self.upcast(&self.q)
+    }
+    pub fn k_f32(&self) -> Vec<f32> {
+        self.upcast(&self.k)
+    }
+    pub fn v_f32(&self) -> Vec<f32> {
+        self.upcast(&self.v)
+    }
+
+    fn upcast(&self, bits: &[u16]) -> Vec<f32> {
+        bits.iter()
+            .map(|&b| to_f32(self.problem.dtype, b))
+            .collect()
+    }
+}
+
+/// One standard normal sample (Box–Muller; the inputs need no better generator).
+fn normal<R: Rng>(rng: &mut R) -> f32 {
+    let u1: f64 = rng.random_range(f64::MIN_POSITIVE..1.0);
+    let u2: f64 = rng.random();
+    ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+}
+
+/// The seed of launch `launch` of case `case` under a run seed: distinct per launch so
+/// the second launch of a case sees new inputs.
+pub fn launch_seed(run_seed: u64, case: usize, launch: usize) -> u64 {
+    run_seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add((case as u64) << 8)
+        .wrapping_add(launch as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poison_is_a_nan_that_rounding_never_produces() {
+        for dtype in Dtype::ALL {
+            let p = poison_bits(dtype);
+            assert!(to_f32(dtype, p).is_nan());
+            assert_ne!(to_bits(dtype, f32::NAN), p);
+            assert_ne!(to_bits(dtype, -f32::NAN), p);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_inputs_new_seed_new_inputs() {
+        let p = Problem::seed();
+        let a = Inputs::random(&p, 7, 1.0);
+        let b = Inputs::random(&p, 7, 1.0);
+        let c = Inputs::random(&p, launch_seed(7, 0, 1), 1.0);
+        assert_eq!(a.q, b.q);
+        assert_ne!(a.q, c.q);
+        let q = a.q_f32();
+        let mean = q.iter().sum::<f32>() / q.len() as f32;
+        let var = q.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / q.len() as f32;
+        assert!(
+            mean.abs() < 0.02 && (var - 1.0).abs() < 0.05,
+            "mean {mean} var {var}"
+        );
+    }
+
+    #[test]
+    fn launch_seeds_differ_across_cases_and_launches() {
+        let seeds: std::collections::BTreeSet<u64> = (0..12)
+            .flat_map(|c| (0..2).map(move |l| launch_seed(42, c, l)))
+            .collect();
+        assert_eq!(seeds.len(), 24);
+    }
+}

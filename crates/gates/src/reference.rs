@@ -1,0 +1,275 @@
+//! The reference attention: candle-core on the CPU, f32 math on the upcast inputs.
+//!
+//! `softmax(Q·Kᵀ·scale + mask)·V` per (b, h), top-left causal (query i sees keys
+//! j <= i, as PyTorch's `is_causal`). For large shapes only a sample of query rows is
+//! computed per (b, h) — always the first and the last row (the last one lives in
+//! the partial tile when Lq is not a multiple of the tile), the middle row, and
+//! random others — so a check stays cheap while every (b, h) is still looked at.
+
+use crate::error::GateError;
+use crate::inputs::Inputs;
+use candle_core::{Device, Tensor};
+use evo_genome::Problem;
+use rand::seq::index::sample;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// Below this many multiply-adds (B·H·Lq·Lk·D) every row is computed.
+pub const FULL_REFERENCE_MACS: u64 = 1 << 27;
+/// Rows compared per (b, h) when sampling (first, middle and last included).
+pub const SAMPLED_ROWS: usize = 48;
+
+/// Reference rows of one (b, h): `rows[i]` is a query index, `out[i·D..(i+1)·D]` its output.
+#[derive(Debug, Clone)]
+pub struct HeadReference {
+    pub rows: Vec<u32>,
+    pub out: Vec<f32>,
+}
+
+/// The reference outputs of one launch, one entry per (b, h) in `b·H + h` order.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    pub heads: Vec<HeadReference>,
+    /// Largest |score| seen (after scaling); the large-logit cases assert it exceeds 100.
+    pub max_abs_score: f32,
+}
+
+impl Reference {
+    /// True when every query row is compared.
+    pub fn is_full(&self, problem: &Problem) -> bool {
+        self.heads
+            .iter()
+            .all(|h| h.rows.len() == problem.q_len as usize)
+    }
+
+    pub fn rows_checked(&self) -> usize {
+        self.heads.iter().map(|h| h.rows.len()).sum()
+    }
+}
+
+/// The query rows a reference covers for one (b, h).
+pub fn sample_rows(problem: &Problem, seed: u64, bh: usize) -> Vec<u32> {
+    let lq = problem.q_len as usize;
+    let macs = problem.batch as u64
+        * problem.heads as u64
+        * problem.q_len as u64
+        * problem.kv_len as u64
+        * problem.head_dim.get() as u64;
+    if macs <= FULL_REFERENCE_MACS || lq <= SAMPLED_ROWS {
+        return (0..lq as u32).collect();
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (bh as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    let mut rows: Vec<u32> = vec![0, (lq / 2) as u32, (lq - 1) as u32];
+    for r in sample(&mut rng, lq, SAMPLED_ROWS) {
+        if rows.len() == SAMPLED_ROWS {
+            break;
+        }
+        if !rows.contains(&(r as u32)) {
+            rows.push(r as u32);
+        }
+    }
+    rows.sort_unstable();
+    rows
+}
+
+fn candle_err(e: candle_core::Error) -> GateError {
+    GateError::Reference(e.to_string())
+}
+
+/// Computes the reference for the rows [`sample_rows`] picks.
+pub fn reference(inputs: &Inputs) -> Result<Reference, GateError> {
+    let p = &inputs.problem;
+    let (lq, lk, d) = (
+        p.q_len as usize,
+        p.kv_len as usize,
+        p.head_dim.get() as usize,
+    );
+    let scale = 1.0 / (d as f64).sqrt();
+    let dev = Device::Cpu;
+    let q = inputs.q_f32();
+    let k = inputs.k_f32();
+    let v = inputs.v_f32();
+    let mut heads = Vec::with_capacity((p.batch * p.heads) as usize);
+    let mut max_abs_score = 0f32;
+    for bh in 0..(p.batch * p.heads) as usize {
+        let rows = sample_rows(p, inputs.seed, bh);
+        let qh = Tensor::from_slice(&q[bh * lq * d..(bh + 1) * lq * d], (lq, d), &dev)
+            .map_err(candle_err)?;
+        let kh = Tensor::from_slice(&k[bh * lk * d..(bh + 1) * lk * d], (lk, d), &dev)
+            .map_err(candle_err)?;
+        let vh = Tensor::from_slice(&v[bh * lk * d..(bh + 1) * lk * d], (lk, d), &dev)
+            .map_err(candle_err)?;
+        let idx = Tensor::from_slice(&rows, rows.len(), &dev).map_err(candle_err)?;
+        let q_rows = qh.index_select(&idx, 0).map_err(candle_err)?;
+        let scores = q_rows
+            .matmul(&kh.t().map_err(candle_err)?)
+            .and_then(|s| s.affine(scale, 0.0))
+            .map_err(candle_err)?;
+        let abs_max = scores
+            .abs()
+            .and_then(|a| a.flatten_all())
+            .and_then(|a| a.max(0))
+            .and_then(|a| a.to_scalar::<f32>())
+            .map_err(candle_err)?;
+        max_abs_score = max_abs_score.max(abs_max);
+        let scores = if p.causal {
+            let mask: Vec<f32> = rows
+                .iter()
+                .flat_map(|&i| {
+                    (0..lk).map(move |j| {
+                        if j <= i as usize {
+                            0.0
+                        } else {
+                            f32::NEG_INFINITY
+                        }
+                    })
+                })
+                .collect();
+            let mask = Tensor::from_vec(mask, (rows.len(), lk), &dev).map_err(candle_err)?;
+            (scores + mask).map_err(candle_err)?
+        } else {
+            scores
+        };
+        let out = softmax_rows(&scores)
+            .and_then(|prob| prob.matmul(&vh))
+            .and_then(|o| o.flatten_all())
+            .and_then(|o| o.to_vec1::<f32>())
+            .map_err(candle_err)?;
+        heads.push(HeadReference { rows, out });
+    }
+    Ok(Reference {
+        heads,
+        max_abs_score,
+    })
+}
+
+/// Row softmax with the running max subtracted (rows always hold key 0 unmasked, so
+/// the max is finite).
+fn softmax_rows(s: &Tensor) -> candle_core::Result<Tensor> {
+    let m = s.max_keepdim(1)?;
+    let e = s.broadcast_sub(&m)?.exp()?;
+    let l = e.sum_keepdim(1)?;
+    e.broadcast_div(&l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evo_genome::{Dtype, HeadDim};
+
+    /// The plain f64 loop the candle reference is checked against.
+    fn naive(inputs: &Inputs, bh: usize, row: usize) -> Vec<f64> {
+        let p = &inputs.problem;
+        let (lq, lk, d) = (
+            p.q_len as usize,
+            p.kv_len as usize,
+            p.head_dim.get() as usize,
+        );
+        let (q, k, v) = (inputs.q_f32(), inputs.k_f32(), inputs.v_f32());
+        let scale = 1.0 / (d as f64).sqrt();
+        let qr = &q[(bh * lq + row) * d..(bh * lq + row + 1) * d];
+        let visible = if p.causal { (row + 1).min(lk) } else { lk };
+        let s: Vec<f64> = (0..visible)
+            .map(|j| {
+                let kr = &k[(bh * lk + j) * d..(bh * lk + j + 1) * d];
+                qr.iter()
+                    .zip(kr)
+                    .map(|(a, b)| *a as f64 * *b as f64)
+                    .sum::<f64>()
+                    * scale
+            })
+            .collect();
+        let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+        let l: f64 = e.iter().sum();
+        (0..d)
+            .map(|c| {
+                (0..visible)
+                    .map(|j| e[j] * v[(bh * lk + j) * d + c] as f64)
+                    .sum::<f64>()
+                    / l
+            })
+            .collect()
+    }
+
+    fn problem(
+        b: u32,
+        h: u32,
+        lq: u32,
+        lk: u32,
+        d: HeadDim,
+        dtype: Dtype,
+        causal: bool,
+    ) -> Problem {
+        Problem {
+            batch: b,
+            heads: h,
+            q_len: lq,
+            kv_len: lk,
+            head_dim: d,
+            dtype,
+            causal,
+        }
+    }
+
+    #[test]
+    fn candle_reference_matches_an_f64_loop_on_small_shapes() {
+        let shapes = [
+            problem(1, 2, 7, 7, HeadDim::D64, Dtype::F16, false),
+            problem(2, 1, 5, 9, HeadDim::D64, Dtype::Bf16, true),
+            problem(1, 3, 9, 4, HeadDim::D128, Dtype::F16, true),
+            problem(1, 1, 33, 17, HeadDim::D128, Dtype::Bf16, false),
+        ];
+        for (n, p) in shapes.iter().enumerate() {
+            let inputs = Inputs::random(p, 100 + n as u64, 1.0);
+            let r = reference(&inputs).unwrap();
+            assert!(r.is_full(p));
+            let d = p.head_dim.get() as usize;
+            for (bh, head) in r.heads.iter().enumerate() {
+                for (i, &row) in head.rows.iter().enumerate() {
+                    let want = naive(&inputs, bh, row as usize);
+                    let got = &head.out[i * d..(i + 1) * d];
+                    for (c, (g, w)) in got.iter().zip(&want).enumerate() {
+                        let g = *g as f64;
+                        assert!(
+                            (g - w).abs() < 2e-5,
+                            "{p} bh {bh} row {row} col {c}: {g} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_shapes_sample_rows_including_first_middle_and_last() {
+        let p = problem(2, 4, 1000, 1000, HeadDim::D128, Dtype::F16, true);
+        let rows = sample_rows(&p, 9, 3);
+        assert_eq!(rows.len(), SAMPLED_ROWS);
+        assert!(rows.contains(&0) && rows.contains(&500) && rows.contains(&999));
+        assert_ne!(
+            rows,
+            sample_rows(&p, 9, 4),
+            "each (b, h) gets its own sample"
+        );
+        let inputs = Inputs::random(&p, 9, 1.0);
+        let r = reference(&inputs).unwrap();
+        assert!(!r.is_full(&p));
+        assert_eq!(r.rows_checked(), 8 * SAMPLED_ROWS);
+        let head = &r.heads[5];
+        let d = 128;
+        let last = head.rows.iter().position(|&x| x == 999).unwrap();
+        let want = naive(&inputs, 5, 999);
+        for (g, w) in head.out[last * d..(last + 1) * d].iter().zip(&want) {
+            assert!((*g as f64 - w).abs() < 2e-5);
+        }
+    }
+
+    #[test]
+    fn q_gain_drives_scores_past_the_exp_overflow() {
+        let p = problem(1, 1, 64, 300, HeadDim::D64, Dtype::F16, false);
+        let r = reference(&Inputs::random(&p, 3, 40.0)).unwrap();
+        assert!(r.max_abs_score > 100.0, "max |s| {}", r.max_abs_score);
+        assert!(r.heads[0].out.iter().all(|x| x.is_finite()));
+    }
+}

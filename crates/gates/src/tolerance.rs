@@ -1,0 +1,192 @@
+//! Per-dtype tolerances and the error measures GREEN applies.
+//!
+//! Two measures, both against the f32 reference on the same (rounded) inputs:
+//! the relative Frobenius error ‖out − ref‖ / ‖ref‖ over every compared element
+//! (catches errors spread thinly everywhere), and the max abs error (catches one
+//! wrong row or tile that the Frobenius norm would average away).
+//!
+//! Calibration (experiments/2026-11-22-h100-gates/README.md has the commands and the
+//! raw numbers): the 16-bit output rounding alone costs a relative error of about
+//! 2^-11/√3 ≈ 2.8e-4 (f16) and 2^-8/√3 ≈ 2.3e-3 (bf16); kernels that also round P
+//! to 16 bits before P·V (every tensor-core path, the cuBLAS hybrid, SDPA) roughly
+//! double that. The limits below sit at 4–10× the worst error seen from the trusted
+//! kernels (the scalar fp32 naive kernel, the cuBLAS hybrid, SDPA's cuDNN / flash /
+//! efficient backends) over the default suite, and far below what any wrong kernel
+//! produces (the adversarial kernels in tests/kernels/ all land above 5e-2).
+
+use evo_genome::Dtype;
+use serde::{Deserialize, Serialize};
+
+/// The limits one launch's output must meet.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub rel_frob: f64,
+    pub max_abs: f64,
+}
+
+impl Tolerance {
+    /// The calibrated limits for a dtype (inputs standard normal; see the module docs).
+    pub fn for_dtype(dtype: Dtype) -> Tolerance {
+        match dtype {
+            Dtype::F16 => Tolerance {
+                rel_frob: 4e-3,
+                max_abs: 2e-2,
+            },
+            Dtype::Bf16 => Tolerance {
+                rel_frob: 2.5e-2,
+                max_abs: 1e-1,
+            },
+        }
+    }
+}
+
+/// Where the largest absolute error is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Worst {
+    pub b: u32,
+    pub h: u32,
+    pub row: u32,
+    pub col: u32,
+    pub got: f32,
+    pub expected: f32,
+}
+
+impl std::fmt::Display for Worst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "(b={}, h={}, row={}, col={}): got {:.5}, expected {:.5}",
+            self.b, self.h, self.row, self.col, self.got, self.expected
+        )
+    }
+}
+
+/// `x <= limit`, false for NaN (a NaN error never passes).
+fn within(x: f64, limit: f64) -> bool {
+    x.partial_cmp(&limit).is_some_and(|o| o.is_le())
+}
+
+/// Accumulates the two measures over compared elements.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorStats {
+    diff_sq: f64,
+    ref_sq: f64,
+    pub max_abs: f64,
+    pub worst: Option<Worst>,
+    pub compared: usize,
+}
+
+impl ErrorStats {
+    pub fn add(&mut self, at: (u32, u32, u32, u32), got: f32, expected: f32) {
+        let diff = (got as f64 - expected as f64).abs();
+        self.diff_sq += diff * diff;
+        self.ref_sq += expected as f64 * expected as f64;
+        self.compared += 1;
+        // `!(diff <= max)` also catches a NaN `got`, so the worst location is never lost.
+        if self.worst.is_none() || !within(diff, self.max_abs) {
+            self.max_abs = if diff.is_nan() { f64::INFINITY } else { diff };
+            self.worst = Some(Worst {
+                b: at.0,
+                h: at.1,
+                row: at.2,
+                col: at.3,
+                got,
+                expected,
+            });
+        }
+    }
+
+    pub fn rel_frob(&self) -> f64 {
+        if self.ref_sq == 0.0 {
+            return if self.diff_sq == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+        }
+        let r = (self.diff_sq / self.ref_sq).sqrt();
+        if r.is_nan() {
+            f64::INFINITY
+        } else {
+            r
+        }
+    }
+
+    /// Which limits are exceeded, as words for the report; empty when within tolerance.
+    pub fn violations(&self, tol: &Tolerance) -> Vec<String> {
+        let mut v = Vec::new();
+        if !within(self.rel_frob(), tol.rel_frob) {
+            v.push(format!(
+                "relative Frobenius error {:.3e} > {:.1e}",
+                self.rel_frob(),
+                tol.rel_frob
+            ));
+        }
+        if !within(self.max_abs, tol.max_abs) {
+            v.push(format!(
+                "max abs error {:.3e} > {:.1e}",
+                self.max_abs, tol.max_abs
+            ));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_output_has_zero_error_and_passes() {
+        let mut s = ErrorStats::default();
+        for i in 0..10 {
+            s.add((0, 0, i, 0), i as f32, i as f32);
+        }
+        assert_eq!(s.rel_frob(), 0.0);
+        assert_eq!(s.max_abs, 0.0);
+        assert!(s.violations(&Tolerance::for_dtype(Dtype::F16)).is_empty());
+    }
+
+    #[test]
+    fn one_bad_element_is_located_and_fails_max_abs_only() {
+        let mut s = ErrorStats::default();
+        for i in 0..10_000u32 {
+            let exp = 1.0;
+            let got = if i == 4321 { 1.05 } else { 1.0 };
+            s.add((1, 2, i / 64, i % 64), got, exp);
+        }
+        let w = s.worst.unwrap();
+        assert_eq!((w.b, w.h, w.row, w.col), (1, 2, 4321 / 64, 4321 % 64));
+        let v = s.violations(&Tolerance::for_dtype(Dtype::F16));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].starts_with("max abs error 5.000e-2"), "{v:?}");
+    }
+
+    #[test]
+    fn nan_output_fails_both_measures_and_is_the_worst() {
+        let mut s = ErrorStats::default();
+        s.add((0, 0, 0, 0), 1.0, 1.0);
+        s.add((0, 0, 0, 1), f32::NAN, 1.0);
+        s.add((0, 0, 0, 2), 1.5, 1.0);
+        assert_eq!(s.worst.unwrap().col, 1);
+        assert_eq!(s.violations(&Tolerance::for_dtype(Dtype::Bf16)).len(), 2);
+    }
+
+    #[test]
+    fn rounding_to_the_dtype_passes_its_own_tolerance() {
+        for dtype in Dtype::ALL {
+            let mut s = ErrorStats::default();
+            for i in 0..4096u32 {
+                let x = ((i as f32) * 0.37).sin() * 2.0;
+                let rounded = crate::inputs::to_f32(dtype, crate::inputs::to_bits(dtype, x));
+                s.add((0, 0, i, 0), rounded, x);
+            }
+            assert!(
+                s.violations(&Tolerance::for_dtype(dtype)).is_empty(),
+                "{dtype}: {}",
+                s.rel_frob()
+            );
+            assert!(s.rel_frob() > 0.0);
+        }
+    }
+}

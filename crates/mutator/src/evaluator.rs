@@ -1,0 +1,36 @@
+//! The boundary between the search and whatever measures a genome.
+//!
+//! The search loop hands one generation's batch at a time to an [`Evaluator`]: the
+//! GPU worker (which compiles the batch in parallel and runs the gates serially),
+//! the replay of a recorded landscape ([`crate::landscape::LandscapeEvaluator`]),
+//! or a test fake. The loop never knows which.
+
+use evo_gates::Evaluation;
+use evo_genome::Genome;
+use thiserror::Error;
+
+/// A failure of the evaluator itself (not of a candidate: a candidate's failure is an
+/// [`Evaluation`] with a failed status). The search stops and keeps what it has.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct EvaluatorError(pub String);
+
+impl EvaluatorError {
+    pub fn new(message: impl Into<String>) -> EvaluatorError {
+        EvaluatorError(message.into())
+    }
+}
+
+/// Something that measures genomes.
+pub trait Evaluator {
+    /// The device name as the driver reports it; part of every cache key.
+    fn device(&self) -> String;
+    /// A hash of the kernel template (so a changed template never reuses old timings).
+    fn template_hash(&self) -> String;
+    /// The compiler that built the kernels, e.g. `nvrtc 13.0`.
+    fn toolchain(&self) -> String;
+    /// One evaluation per genome, in the order given.
+    fn evaluate(&mut self, batch: &[Genome]) -> Result<Vec<Evaluation>, EvaluatorError>;
+    /// One line saying what this evaluator is, for the first line of a run's output.
+    fn describe(&self) -> String;
+}

@@ -1,0 +1,258 @@
+//! `experiment.toml`: what an experiment folder was asked to do.
+//!
+//! ```toml
+//! name = "2026-11-22-h100-evolutionary-s1"
+//! strategy = "evolutionary"      # evolutionary | random | exhaustive
+//! seed = 1
+//! backend = "auto"               # auto | gpu | replay:DIR
+//! seeds = ["v3", "v5", "v6a", "v7a", "fa2"]   # named genomes that start the population
+//!
+//! [budget]
+//! evaluations = 200              # or: minutes = 30
+//!
+//! [evolutionary]
+//! population = 16
+//! elites = 2
+//!
+//! [problem]                      # optional; replay takes the landscape's
+//! batch = 1
+//! # ...
+//! ```
+//! Errors name the file, the line and the field.
+
+use crate::search::Budget;
+use crate::space::SubSpace;
+use crate::strategy::{EvolutionParams, StrategyKind};
+use evo_genome::{file::line_col, Problem, Target};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use thiserror::Error;
+
+/// The file name inside an experiment folder.
+pub const EXPERIMENT_FILE: &str = "experiment.toml";
+
+/// `target = "sm_90"` (also `"sm90"`, `"90"`).
+pub mod target_serde {
+    use evo_genome::Target;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Target, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.arch())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Target, D::Error> {
+        let s = String::deserialize(d)?;
+        Target::parse(&s.replace("sm90", "sm_90").replace("sm89", "sm_89")).ok_or_else(|| {
+            D::Error::custom(format!(
+                "unknown target `{s}`; expected \"sm_89\" or \"sm_90\""
+            ))
+        })
+    }
+}
+
+mod opt_target_serde {
+    use evo_genome::Target;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<Target>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => super::target_serde::serialize(t, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Target>, D::Error> {
+        super::target_serde::deserialize(d).map(Some)
+    }
+}
+
+/// Where evaluations come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// The GPU if a CUDA device is present, else replay of the default landscape.
+    Auto,
+    Gpu,
+    Replay(PathBuf),
+}
+
+impl Backend {
+    pub fn parse(s: &str) -> Option<Backend> {
+        match s {
+            "auto" => Some(Backend::Auto),
+            "gpu" => Some(Backend::Gpu),
+            _ => s
+                .strip_prefix("replay:")
+                .filter(|d| !d.is_empty())
+                .map(|d| Backend::Replay(PathBuf::from(d))),
+        }
+    }
+}
+
+/// `[budget]`: exactly one of the two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluations: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<f64>,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    pub name: String,
+    pub strategy: StrategyKind,
+    pub seed: u64,
+    /// `auto`, `gpu` or `replay:DIR`.
+    pub backend: String,
+    /// Named genomes (`genomes/<name>.toml`) that start the evolutionary population.
+    #[serde(default)]
+    pub seeds: Vec<String>,
+    pub budget: BudgetConfig,
+    #[serde(default)]
+    pub evolutionary: EvolutionParams,
+    /// The objective; on replay the landscape's problem is used and this must match it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Problem>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "opt_target_serde"
+    )]
+    pub target: Option<Target>,
+    /// The sub-space of an exhaustive walk (replay uses the landscape's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subspace: Option<SubSpace>,
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}:{line}: field `{field}`: {message}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        field: String,
+        message: String,
+    },
+}
+
+/// The 1-based line where `key = ...` is first written, or 1.
+fn line_of(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map_or(1, |i| i + 1)
+}
+
+impl ExperimentConfig {
+    /// Parses and checks the text; `path` only labels errors.
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<ExperimentConfig, ConfigError> {
+        let config: ExperimentConfig = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+            ConfigError::Parse {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        let invalid = |field: &str, message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: line_of(text, field.rsplit('.').next().unwrap_or(field)),
+            field: field.to_string(),
+            message,
+        };
+        if Backend::parse(&config.backend).is_none() {
+            return Err(invalid(
+                "backend",
+                format!(
+                    "`{}` is not a backend; use \"auto\", \"gpu\" or \"replay:DIR\"",
+                    config.backend
+                ),
+            ));
+        }
+        match (config.budget.evaluations, config.budget.minutes) {
+            (Some(0), _) => return Err(invalid("budget.evaluations", "must be at least 1".into())),
+            (_, Some(m)) if !(m > 0.0 && m.is_finite()) => {
+                return Err(invalid(
+                    "budget.minutes",
+                    format!("{m} must be a positive number of minutes"),
+                ))
+            }
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(invalid(
+                    "budget",
+                    "give exactly one of `evaluations` and `minutes`".into(),
+                ))
+            }
+            _ => {}
+        }
+        if let Err((field, message)) = config.evolutionary.check() {
+            return Err(invalid(&format!("evolutionary.{field}"), message));
+        }
+        if let Some(problem) = &config.problem {
+            problem.validate().map_err(|m| invalid("problem", m))?;
+        }
+        Ok(config)
+    }
+
+    /// Reads `DIR/experiment.toml`.
+    pub fn load(path: &Path) -> Result<ExperimentConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        ExperimentConfig::from_toml_str(&text, path)
+    }
+
+    /// Writes the file.
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        let text = format!(
+            "# written by `evo evolve`; edit and re-run to continue this experiment\n{}",
+            toml::to_string(self).expect("a config always serializes")
+        );
+        std::fs::write(path, text).map_err(|source| ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// The backend (checked at load).
+    pub fn backend(&self) -> Backend {
+        Backend::parse(&self.backend).expect("checked when loaded")
+    }
+
+    /// The budget (checked at load).
+    pub fn budget(&self) -> Budget {
+        match (self.budget.evaluations, self.budget.minutes) {
+            (Some(n), _) => Budget::Evaluations(n),
+            (None, Some(m)) => Budget::Wall(Duration::from_secs_f64(m * 60.0)),
+            (None, None) => unreachable!("checked when loaded"),
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Replay of a recorded landscape: a sub-space measured exhaustively on a GPU,
+//! answered by lookup (Kernel Tuner's simulation mode).
+//!
+//! A landscape folder holds `landscape.toml` ([`LandscapeMeta`]: device, date,
+//! problem, template hash, toolchain, target and the declared sub-space) and
+//! `evaluations.jsonl` (one evaluation per line, either a bare [`Evaluation`] or a
+//! [`CacheRecord`] as `evo landscape` logs them). Replay answers only what was
+//! measured: a genome outside the records is an error, never an invented number.
+
+use crate::cache::{read_json_lines, CacheError, CacheRecord, CacheScope};
+use crate::evaluator::{Evaluator, EvaluatorError};
+use crate::space::{SearchSpace, SpaceError, SubSpace};
+use evo_gates::Evaluation;
+use evo_genome::{file::line_col, Genome, GenomeId, Problem, Target};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The metadata file of a landscape folder.
+pub const META_FILE: &str = "landscape.toml";
+/// The measurements of a landscape folder.
+pub const EVALUATIONS_FILE: &str = "evaluations.jsonl";
+
+/// `landscape.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LandscapeMeta {
+    /// Device name as the driver reported it.
+    pub device: String,
+    /// When it was recorded, e.g. `2026-11-22`.
+    pub date: String,
+    pub problem: Problem,
+    pub template_hash: String,
+    pub toolchain: String,
+    #[serde(with = "crate::experiment::target_serde")]
+    pub target: Target,
+    pub subspace: SubSpace,
+    /// Free text: how it was measured, caveats.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub notes: String,
+}
+
+impl LandscapeMeta {
+    /// The cache scope of these measurements.
+    pub fn scope(&self) -> CacheScope {
+        CacheScope {
+            objective: self.problem.label(),
+            device: self.device.clone(),
+            template_hash: self.template_hash.clone(),
+            toolchain: self.toolchain.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum LandscapeError {
+    #[error("{path}: cannot read the recorded landscape: {source}; record one on a GPU with `evo landscape`")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: {source}")]
+    Space {
+        path: PathBuf,
+        #[source]
+        source: SpaceError,
+    },
+    #[error(transparent)]
+    Records(#[from] CacheError),
+    #[error("{path}:{line}: measured on `{found}`, but landscape.toml says `{expected}`; a landscape holds one device's timings")]
+    OtherDevice {
+        path: PathBuf,
+        line: usize,
+        found: String,
+        expected: String,
+    },
+}
+
+/// One line of `evaluations.jsonl`: as `evo landscape` logs it, or a bare evaluation.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Record(Box<CacheRecord>),
+    Bare(Box<Evaluation>),
+}
+
+/// A loaded landscape.
+#[derive(Debug, Clone)]
+pub struct Landscape {
+    pub dir: PathBuf,
+    pub meta: LandscapeMeta,
+    evaluations: HashMap<GenomeId, Evaluation>,
+    space: SearchSpace,
+    /// Warnings found while loading (a cut-short last line, unmeasured valid points).
+    pub warnings: Vec<String>,
+}
+
+impl Landscape {
+    /// Reads `landscape.toml` and `evaluations.jsonl` from a folder.
+    pub fn load(dir: &Path) -> Result<Landscape, LandscapeError> {
+        let meta_path = dir.join(META_FILE);
+        let text = std::fs::read_to_string(&meta_path).map_err(|source| LandscapeError::Read {
+            path: meta_path.clone(),
+            source,
+        })?;
+        let meta: LandscapeMeta = toml::from_str(&text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |s| line_col(&text, s.start));
+            LandscapeError::Parse {
+                path: meta_path.clone(),
+                line,
+                column,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        let space = SearchSpace::sub(&meta.subspace, meta.problem.head_dim, meta.target).map_err(
+            |source| LandscapeError::Space {
+                path: meta_path.clone(),
+                source,
+            },
+        )?;
+        let eval_path = dir.join(EVALUATIONS_FILE);
+        let text = std::fs::read_to_string(&eval_path).map_err(|source| LandscapeError::Read {
+            path: eval_path.clone(),
+            source,
+        })?;
+        let parsed = read_json_lines::<Line>(&text, &eval_path)?;
+        let lines = parsed.values;
+        let mut warnings: Vec<String> = parsed.warning.into_iter().collect();
+        let mut evaluations = HashMap::new();
+        for (line, entry) in lines {
+            let evaluation = match entry {
+                Line::Record(r) => r.evaluation,
+                Line::Bare(e) => *e,
+            };
+            if evaluation.device != meta.device {
+                return Err(LandscapeError::OtherDevice {
+                    path: eval_path,
+                    line,
+                    found: evaluation.device,
+                    expected: meta.device,
+                });
+            }
+            evaluations.insert(evaluation.genome_id.clone(), evaluation);
+        }
+        if let Some(points) = space.valid_points() {
+            let missing = points
+                .iter()
+                .filter(|g| !evaluations.contains_key(&g.id()))
+                .count();
+            if missing > 0 {
+                warnings.push(format!(
+                    "{}: {missing} of the {} valid points of the declared sub-space were not measured; a search that reaches one stops with an error",
+                    eval_path.display(),
+                    points.len()
+                ));
+            }
+        }
+        Ok(Landscape {
+            dir: dir.to_path_buf(),
+            meta,
+            evaluations,
+            space,
+            warnings,
+        })
+    }
+
+    /// Number of recorded measurements.
+    pub fn len(&self) -> usize {
+        self.evaluations.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.evaluations.is_empty()
+    }
+
+    /// The declared sub-space: a search on replay must stay inside it.
+    pub fn space(&self) -> &SearchSpace {
+        &self.space
+    }
+
+    pub fn get(&self, id: &GenomeId) -> Option<&Evaluation> {
+        self.evaluations.get(id)
+    }
+
+    /// The best recorded score (µs) and its genome.
+    pub fn optimum(&self) -> Option<(&Evaluation, f64)> {
+        self.evaluations
+            .values()
+            .filter_map(|e| e.score_us.filter(|_| e.is_ok()).map(|us| (e, us)))
+            .min_by(|a, b| {
+                a.1.total_cmp(&b.1)
+                    .then_with(|| a.0.genome_id.cmp(&b.0.genome_id))
+            })
+    }
+
+    /// The first line of `evolve` on replay.
+    pub fn banner(&self) -> String {
+        format!(
+            "replaying {} measurements recorded on {} on {} (no CUDA device here)",
+            self.len(),
+            self.meta.device,
+            self.meta.date
+        )
+    }
+}
+
+/// Answers evaluations from a landscape.
+#[derive(Debug, Clone)]
+pub struct LandscapeEvaluator {
+    landscape: Landscape,
+}
+
+impl LandscapeEvaluator {
+    pub fn new(landscape: Landscape) -> LandscapeEvaluator {
+        LandscapeEvaluator { landscape }
+    }
+
+    pub fn landscape(&self) -> &Landscape {
+        &self.landscape
+    }
+}
+
+impl Evaluator for LandscapeEvaluator {
+    fn device(&self) -> String {
+        self.landscape.meta.device.clone()
+    }
+
+    fn template_hash(&self) -> String {
+        self.landscape.meta.template_hash.clone()
+    }
+
+    fn toolchain(&self) -> String {
+        self.landscape.meta.toolchain.clone()
+    }
+
+    fn evaluate(&mut self, batch: &[Genome]) -> Result<Vec<Evaluation>, EvaluatorError> {
+        batch
+            .iter()
+            .map(|g| {
+                self.landscape.get(&g.id()).cloned().ok_or_else(|| {
+                    EvaluatorError::new(format!(
+                        "genome {} ({}) was not measured in the landscape at {}; replay answers only recorded genomes (restrict the search to the landscape's sub-space, or record more with `evo landscape`)",
+                        g.id(),
+                        g.summary(),
+                        self.landscape.dir.display()
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    fn describe(&self) -> String {
+        self.landscape.banner()
+    }
+}

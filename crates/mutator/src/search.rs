@@ -1,0 +1,359 @@
+//! The search loop: propose a batch, take cache hits, evaluate the rest, record,
+//! repeat until the budget is spent.
+//!
+//! The loop is the same on the GPU, on a replayed landscape and in tests; only the
+//! [`Evaluator`] differs. After every batch the cache holds each new evaluation
+//! (appended as it arrived) and `lineage.json` is rewritten atomically, so an
+//! interrupted run leaves a consistent experiment that the next run resumes.
+
+use crate::cache::{CacheError, EvaluationCache};
+use crate::evaluator::{Evaluator, EvaluatorError};
+use crate::operators::Candidate;
+use crate::space::{SearchSpace, SpaceError};
+use crate::strategy::{EvolutionParams, Strategy, StrategyKind};
+use evo_gates::Evaluation;
+use evo_genome::{GenomeFile, GenomeId};
+use evo_lineage::{Lineage, LineageError, LineageMeta, Node};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// When to stop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// At most this many evaluations (cache hits included: the search saw them).
+    Evaluations(usize),
+    /// No evaluation starts that the measured rate says would end after this much
+    /// wall time; batches are cut to what still fits. The first evaluation runs alone,
+    /// to measure the rate. Batch sizes depend on timing, so unlike an evaluation
+    /// budget, a wall budget does not give a reproducible lineage.
+    Wall(Duration),
+}
+
+/// Time as the budget sees it; tests use a fake one.
+pub trait Clock {
+    fn elapsed(&self) -> Duration;
+}
+
+/// The real clock, started when created.
+pub struct WallClock(Instant);
+
+impl WallClock {
+    pub fn start() -> WallClock {
+        WallClock(Instant::now())
+    }
+}
+
+impl Clock for WallClock {
+    fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+/// What a search is asked to do.
+#[derive(Debug, Clone)]
+pub struct SearchConfig {
+    pub strategy: StrategyKind,
+    pub params: EvolutionParams,
+    pub budget: Budget,
+    pub seed: u64,
+    /// Named genomes that start the evolutionary population.
+    pub seeds: Vec<GenomeFile>,
+    /// Title, device and objective written into the lineage.
+    pub meta: LineageMeta,
+    /// No progress bar (it is also hidden when stderr is not a terminal).
+    pub quiet: bool,
+}
+
+/// Why the search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    Budget,
+    Generations,
+    /// Every reachable genome has been evaluated.
+    SpaceExhausted,
+}
+
+/// What a search produced.
+#[derive(Debug)]
+pub struct SearchOutcome {
+    pub lineage: Lineage,
+    /// Evaluations the search used (fresh + cache hits).
+    pub evaluations: usize,
+    pub cache_hits: usize,
+    pub ok: usize,
+    pub failed: usize,
+    pub stop: StopReason,
+    /// Best score (µs) after each evaluation, `INFINITY` before the first pass.
+    pub best_after: Vec<f64>,
+}
+
+impl SearchOutcome {
+    /// Best score after the first `n` evaluations (or all of them, if fewer).
+    pub fn best_within(&self, n: usize) -> Option<f64> {
+        let i = n.min(self.best_after.len()).checked_sub(1)?;
+        Some(self.best_after[i]).filter(|v| v.is_finite())
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum SearchError {
+    #[error(transparent)]
+    Space(#[from] SpaceError),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error(transparent)]
+    Lineage(#[from] LineageError),
+    #[error("the evaluator failed ({describe}): {source}")]
+    Evaluator {
+        describe: String,
+        #[source]
+        source: EvaluatorError,
+    },
+    #[error("the evaluator returned {got} evaluations for a batch of {want}, or in another order; it must answer each genome in order")]
+    Mismatch { want: usize, got: usize },
+}
+
+/// Where a search keeps its record; both optional (the strategy comparison keeps neither).
+#[derive(Default)]
+pub struct Sinks<'a> {
+    pub cache: Option<&'a mut EvaluationCache>,
+    pub lineage_path: Option<&'a Path>,
+}
+
+/// Runs a search to the end of its budget.
+pub fn search(
+    config: &SearchConfig,
+    space: &SearchSpace,
+    evaluator: &mut dyn Evaluator,
+    mut sinks: Sinks<'_>,
+    clock: &dyn Clock,
+) -> Result<SearchOutcome, SearchError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut strategy = Strategy::new(config.strategy, &config.params, config.seeds.clone(), space)?;
+    let mut lineage = Lineage::new(config.meta.clone());
+    let mut seen: HashSet<GenomeId> = HashSet::new();
+    let mut outcome = SearchOutcome {
+        lineage: Lineage::default(),
+        evaluations: 0,
+        cache_hits: 0,
+        ok: 0,
+        failed: 0,
+        stop: StopReason::Budget,
+        best_after: Vec::new(),
+    };
+    let progress = progress_bar(config);
+    let mut best = f64::INFINITY;
+    let mut rate = Rate::default();
+    let mut batches = 0u32;
+    loop {
+        if strategy.finished() {
+            outcome.stop = StopReason::Generations;
+            break;
+        }
+        let max = match config.budget {
+            Budget::Evaluations(n) => n.saturating_sub(outcome.evaluations),
+            Budget::Wall(limit) if clock.elapsed() >= limit => 0,
+            // Time is checked between evaluations, in `evaluate_batch`.
+            Budget::Wall(_) => usize::MAX,
+        };
+        if max == 0 {
+            outcome.stop = StopReason::Budget;
+            break;
+        }
+        let generation = strategy.generation(batches);
+        let batch = strategy.propose(&mut rng, space, &seen, max)?;
+        if batch.is_empty() {
+            outcome.stop = StopReason::SpaceExhausted;
+            break;
+        }
+        debug_assert!(batch.len() <= max);
+        let results = evaluate_batch(
+            &batch,
+            evaluator,
+            sinks.cache.as_deref_mut(),
+            config.budget,
+            clock,
+            &mut rate,
+            &mut outcome.cache_hits,
+        )?;
+        if results.is_empty() {
+            outcome.stop = StopReason::Budget;
+            break;
+        }
+        for (candidate, evaluation) in &results {
+            seen.insert(candidate.genome.id());
+            outcome.evaluations += 1;
+            if evaluation.is_ok() {
+                outcome.ok += 1;
+                best = best.min(evaluation.score_us.unwrap_or(f64::INFINITY));
+            } else {
+                outcome.failed += 1;
+            }
+            outcome.best_after.push(best);
+            lineage.add(
+                Node {
+                    id: candidate.genome.id(),
+                    genome: candidate.genome,
+                    name: candidate.name.clone(),
+                    generation,
+                    operators: candidate.operators.clone(),
+                    evaluation: Some(evaluation.clone()),
+                },
+                &candidate.parents,
+            )?;
+        }
+        strategy.observe(&results);
+        batches += 1;
+        if let Some(path) = sinks.lineage_path {
+            lineage.save(path)?;
+        }
+        progress.set_position(outcome.evaluations as u64);
+        progress.set_message(format!(
+            "gen {generation} · {} evaluated ({} cached) · {} ok · {} failed · best {}",
+            outcome.evaluations,
+            outcome.cache_hits,
+            outcome.ok,
+            outcome.failed,
+            if best.is_finite() {
+                format!("{best:.2} µs")
+            } else {
+                "—".into()
+            }
+        ));
+    }
+    progress.finish_and_clear();
+    outcome.lineage = lineage;
+    Ok(outcome)
+}
+
+/// Measured seconds per fresh evaluation, for sizing chunks under a wall budget.
+#[derive(Default)]
+struct Rate {
+    time: Duration,
+    count: usize,
+}
+
+impl Rate {
+    /// Fresh evaluations that fit in `left` at the measured rate (0: not even one);
+    /// 1 before any was timed, to measure the rate.
+    fn fit(&self, left: Duration) -> usize {
+        if self.count == 0 {
+            return 1;
+        }
+        let per = self.time.as_secs_f64() / self.count as f64;
+        (left.as_secs_f64() / per.max(1e-9)).floor() as usize
+    }
+}
+
+/// Takes cache hits, evaluates the misses, appends each to the cache as soon as the
+/// evaluator returns it. Under an evaluation budget the misses go in one call (the
+/// GPU worker compiles them in parallel); under a wall budget they go in chunks sized
+/// by the measured rate, and none starts when the rate says it would end past the
+/// deadline: the candidates left over are dropped, unevaluated and unrecorded.
+fn evaluate_batch(
+    batch: &[Candidate],
+    evaluator: &mut dyn Evaluator,
+    mut cache: Option<&mut EvaluationCache>,
+    budget: Budget,
+    clock: &dyn Clock,
+    rate: &mut Rate,
+    hits: &mut usize,
+) -> Result<Vec<(Candidate, Evaluation)>, SearchError> {
+    let mut results = Vec::with_capacity(batch.len());
+    let mut next = 0;
+    while next < batch.len() {
+        let chunk_misses = match budget {
+            Budget::Evaluations(_) => usize::MAX,
+            Budget::Wall(limit) => {
+                let elapsed = clock.elapsed();
+                let fit = if elapsed >= limit {
+                    0
+                } else {
+                    rate.fit(limit - elapsed)
+                };
+                if fit == 0 {
+                    break;
+                }
+                fit
+            }
+        };
+        // The chunk: consecutive candidates holding at most `chunk_misses` misses.
+        let mut chunk: Vec<(&Candidate, Option<Evaluation>)> = Vec::new();
+        let mut misses = Vec::new();
+        while next < batch.len() {
+            let c = &batch[next];
+            let hit = cache.as_ref().and_then(|k| k.get(&c.genome.id()).cloned());
+            if hit.is_none() {
+                if misses.len() == chunk_misses {
+                    break;
+                }
+                misses.push(c.genome);
+            }
+            chunk.push((c, hit));
+            next += 1;
+        }
+        *hits += chunk.len() - misses.len();
+        let mut fresh = Vec::new().into_iter();
+        if !misses.is_empty() {
+            let start = clock.elapsed();
+            let evaluated =
+                evaluator
+                    .evaluate(&misses)
+                    .map_err(|source| SearchError::Evaluator {
+                        describe: evaluator.describe(),
+                        source,
+                    })?;
+            rate.time += clock.elapsed().saturating_sub(start);
+            rate.count += misses.len();
+            let in_order = evaluated.len() == misses.len()
+                && evaluated
+                    .iter()
+                    .zip(&misses)
+                    .all(|(e, g)| e.genome_id == g.id());
+            if !in_order {
+                return Err(SearchError::Mismatch {
+                    want: misses.len(),
+                    got: evaluated.len(),
+                });
+            }
+            fresh = evaluated.into_iter();
+        }
+        for (candidate, hit) in chunk {
+            let evaluation = match hit {
+                Some(e) => e,
+                None => {
+                    let e = fresh.next().expect("lengths checked above");
+                    if let Some(cache) = cache.as_deref_mut() {
+                        cache.insert(e.clone())?;
+                    }
+                    e
+                }
+            };
+            results.push((candidate.clone(), evaluation));
+        }
+    }
+    Ok(results)
+}
+
+fn progress_bar(config: &SearchConfig) -> ProgressBar {
+    if config.quiet {
+        return ProgressBar::hidden();
+    }
+    let len = match config.budget {
+        Budget::Evaluations(n) => n as u64,
+        Budget::Wall(_) => 0,
+    };
+    // `stderr()` draws nothing when stderr is not a terminal (CI logs, pipes).
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    let template = match config.budget {
+        Budget::Evaluations(_) => "{bar:30} {pos}/{len} evaluations, ETA {eta} · {msg}",
+        Budget::Wall(_) => "{spinner} {elapsed} · {msg}",
+    };
+    bar.set_style(ProgressStyle::with_template(template).expect("the template is valid"));
+    bar
+}

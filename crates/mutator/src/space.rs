@@ -1,0 +1,247 @@
+//! The space a search may move in: every gene's allowed alleles, checked against
+//! the validity rules for one head dimension on one device.
+//!
+//! The full space allows every allele. A *sub-space* fixes every gene to a base
+//! genome except the listed ones; a recorded landscape declares one, and a search
+//! replaying that landscape must stay inside it, because outside it there are no
+//! measurements and replay never invents numbers.
+
+use evo_genome::{Gene, Genome, HeadDim, Target};
+use rand::Rng;
+use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// Sub-spaces up to this many points keep the list of their valid points, so that
+/// sampling is exact and an exhaustive walk is possible.
+pub const ENUMERABLE: u128 = 1 << 20;
+
+/// An allele as written in TOML: a number (`64`) or a word (`"cp_async"`, `"none"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlleleLabel(pub String);
+
+impl Serialize for AlleleLabel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.parse::<u32>() {
+            Ok(n) => n.serialize(s),
+            Err(_) => self.0.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AlleleLabel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Number(u32),
+            Word(String),
+        }
+        match Repr::deserialize(d) {
+            Ok(Repr::Number(n)) => Ok(AlleleLabel(n.to_string())),
+            Ok(Repr::Word(w)) => Ok(AlleleLabel(w)),
+            Err(_) => Err(D::Error::custom("an allele is a number or a string")),
+        }
+    }
+}
+
+/// A declared sub-space: a base genome and, for some genes, the alleles allowed.
+///
+/// ```toml
+/// [subspace.base]
+/// qk_math = "wmma"   # ... a complete genome
+/// [subspace.genes]
+/// block_m = [32, 64, 128]
+/// kv_load = ["direct", "cp_async"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubSpace {
+    pub base: Genome,
+    pub genes: BTreeMap<String, Vec<AlleleLabel>>,
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum SpaceError {
+    #[error("sub-space: `{0}` is not a gene; genes are {genes}", genes = Gene::ALL.map(|g| g.name()).join(", "))]
+    UnknownGene(String),
+    #[error("sub-space: `{value}` is not an allele of {gene}; expected one of {allowed}")]
+    UnknownAllele {
+        gene: Gene,
+        value: String,
+        allowed: String,
+    },
+    #[error("sub-space: gene {0} lists no allele; list at least one or leave the gene out")]
+    EmptyGene(Gene),
+    #[error("sub-space: gene {gene} lists `{value}` twice")]
+    DuplicateAllele { gene: Gene, value: String },
+    #[error(
+        "the search space has no valid genome for D = {head_dim} on {target}; widen the sub-space"
+    )]
+    NoValidGenome { head_dim: HeadDim, target: Target },
+    #[error("an exhaustive walk needs a declared sub-space of at most {ENUMERABLE} points; this space has {0}")]
+    NotEnumerable(u128),
+}
+
+impl SubSpace {
+    /// The allowed allele indices per gene, in canonical gene order.
+    pub fn allowed(&self) -> Result<[Vec<usize>; 16], SpaceError> {
+        let mut allowed = Gene::ALL.map(|g| vec![self.base.allele_index(g)]);
+        for (name, values) in &self.genes {
+            let gene =
+                Gene::from_name(name).ok_or_else(|| SpaceError::UnknownGene(name.clone()))?;
+            let labels = gene.allele_labels();
+            if values.is_empty() {
+                return Err(SpaceError::EmptyGene(gene));
+            }
+            let mut indices = Vec::new();
+            for v in values {
+                let i = labels.iter().position(|l| *l == v.0).ok_or_else(|| {
+                    SpaceError::UnknownAllele {
+                        gene,
+                        value: v.0.clone(),
+                        allowed: labels.join(", "),
+                    }
+                })?;
+                if indices.contains(&i) {
+                    return Err(SpaceError::DuplicateAllele {
+                        gene,
+                        value: v.0.clone(),
+                    });
+                }
+                indices.push(i);
+            }
+            indices.sort_unstable();
+            allowed[gene as usize] = indices;
+        }
+        Ok(allowed)
+    }
+}
+
+/// Where a search may go: allowed alleles per gene, judged for one head dimension
+/// on one device.
+#[derive(Debug, Clone)]
+pub struct SearchSpace {
+    allowed: [Vec<usize>; 16],
+    pub head_dim: HeadDim,
+    pub target: Target,
+    /// The valid points, in lexicographic order, when the space is small enough.
+    valid_points: Option<Vec<Genome>>,
+}
+
+impl SearchSpace {
+    /// Every allele of every gene.
+    pub fn full(head_dim: HeadDim, target: Target) -> SearchSpace {
+        SearchSpace {
+            allowed: Gene::ALL.map(|g| (0..g.allele_count()).collect()),
+            head_dim,
+            target,
+            valid_points: None,
+        }
+    }
+
+    /// A declared sub-space; fails when it names unknown genes or alleles, or has no valid point.
+    pub fn sub(
+        sub: &SubSpace,
+        head_dim: HeadDim,
+        target: Target,
+    ) -> Result<SearchSpace, SpaceError> {
+        let mut space = SearchSpace {
+            allowed: sub.allowed()?,
+            head_dim,
+            target,
+            valid_points: None,
+        };
+        if space.size() <= ENUMERABLE {
+            let points: Vec<Genome> = space.points().filter(|g| space.is_valid(g)).collect();
+            if points.is_empty() {
+                return Err(SpaceError::NoValidGenome { head_dim, target });
+            }
+            space.valid_points = Some(points);
+        }
+        Ok(space)
+    }
+
+    /// Allowed allele indices of a gene, ascending.
+    pub fn allowed(&self, gene: Gene) -> &[usize] {
+        &self.allowed[gene as usize]
+    }
+
+    /// Genes with more than one allowed allele.
+    pub fn free_genes(&self) -> Vec<Gene> {
+        Gene::ALL
+            .into_iter()
+            .filter(|&g| self.allowed(g).len() > 1)
+            .collect()
+    }
+
+    /// Every allele of the genome is allowed (validity aside).
+    pub fn contains(&self, g: &Genome) -> bool {
+        Gene::ALL
+            .into_iter()
+            .all(|gene| self.allowed(gene).contains(&g.allele_index(gene)))
+    }
+
+    /// The genome passes the validity rules for this space's head dimension and device.
+    pub fn is_valid(&self, g: &Genome) -> bool {
+        g.is_valid(self.head_dim, self.target)
+    }
+
+    /// In the space and valid: a genome a search may propose.
+    pub fn admits(&self, g: &Genome) -> bool {
+        self.contains(g) && self.is_valid(g)
+    }
+
+    /// Points in the product of allowed alleles (valid or not).
+    pub fn size(&self) -> u128 {
+        self.allowed.iter().map(|a| a.len() as u128).product()
+    }
+
+    /// All points of the product in lexicographic order (canonical gene order, last gene fastest).
+    pub fn points(&self) -> impl Iterator<Item = Genome> + '_ {
+        let total = self.size().min(u64::MAX as u128) as u64;
+        let base = Genome::from_allele_indices(self.allowed.clone().map(|a| a[0]));
+        (0..total).map(move |mut n| {
+            let mut g = base;
+            for gene in Gene::ALL.into_iter().rev() {
+                let allowed = self.allowed(gene);
+                g = g.with_allele(gene, allowed[(n % allowed.len() as u64) as usize]);
+                n /= allowed.len() as u64;
+            }
+            g
+        })
+    }
+
+    /// The valid points in lexicographic order, when the space is enumerable.
+    pub fn valid_points(&self) -> Option<&[Genome]> {
+        self.valid_points.as_deref()
+    }
+
+    /// A point drawn uniformly from the product of allowed alleles.
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Genome {
+        let mut indices = [0; 16];
+        for gene in Gene::ALL {
+            let allowed = self.allowed(gene);
+            indices[gene as usize] = allowed[rng.random_range(0..allowed.len())];
+        }
+        Genome::from_allele_indices(indices)
+    }
+
+    /// A valid point drawn uniformly: from the list when enumerable, else by rejection.
+    pub fn sample_valid<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<Genome, SpaceError> {
+        if let Some(points) = &self.valid_points {
+            return Ok(points[rng.random_range(0..points.len())]);
+        }
+        // The full space is about 3% valid; a million tries failing means there is none.
+        for _ in 0..1_000_000 {
+            let g = self.sample(rng);
+            if self.is_valid(&g) {
+                return Ok(g);
+            }
+        }
+        Err(SpaceError::NoValidGenome {
+            head_dim: self.head_dim,
+            target: self.target,
+        })
+    }
+}

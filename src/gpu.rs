@@ -1,0 +1,523 @@
+//! The GPU backend of the search: parallel compiles here, gates in a child worker.
+//!
+//! A candidate kernel may fault (illegal address), hang, or leave the CUDA context
+//! unusable. None of that may end a search, so this process never touches CUDA: it
+//! compiles a generation in parallel (rayon, NVRTC needs no GPU), writes the CUBINs
+//! to disk, and hands them one at a time to `evo worker`, a child process that owns
+//! the context and answers with an [`Evaluation`] per JSON line. A child that dies
+//! is recorded as `runtime_failed`, one that does not answer within the timeout is
+//! killed and recorded as `timeout`; either way a fresh child takes over.
+
+use anyhow::{bail, Context};
+use evo_codegen::Toolchain;
+use evo_gates::compile::{compile_all, resources, variants_for, BuiltVariant, KernelSource};
+use evo_gates::{Case, Evaluation, Resources, Status};
+use evo_genome::{Dtype, Genome, HeadDim, Problem, Target};
+use evo_mutator::{Evaluator, EvaluatorError};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+/// The first line a worker writes: which device it holds, or why it holds none.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Hello {
+    Ready {
+        device: String,
+        target: Option<Target>,
+    },
+    NoDevice {
+        message: String,
+    },
+}
+
+/// One compiled variant of a candidate, as the worker loads it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VariantFile {
+    pub head_dim: HeadDim,
+    pub dtype: Dtype,
+    pub cubin: PathBuf,
+}
+
+/// One candidate for the worker: what to load, what to check, what to time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerRequest {
+    pub name: String,
+    pub genome: Genome,
+    pub variants: Vec<VariantFile>,
+    pub resources: Option<Resources>,
+    pub green_cases: Vec<Case>,
+    pub objective: Vec<Problem>,
+    pub seed: u64,
+}
+
+/// What the search measures and how.
+#[derive(Debug, Clone)]
+pub struct GpuPlan {
+    /// GREEN's cases; those a genome cannot be built for (a resource rule at that head
+    /// dim) are skipped for that genome and named in its record.
+    pub green_cases: Vec<Case>,
+    /// The shapes FAST times; the score is their geometric mean.
+    pub objective: Vec<Problem>,
+    /// Base of every input seed; candidate n of the run uses `seed + n`.
+    pub seed: u64,
+    /// Longest a worker may take over one candidate.
+    pub timeout: Duration,
+    /// Where CUBINs are written for the worker.
+    pub cubin_dir: PathBuf,
+}
+
+/// A running `evo worker` child and the channel its stdout lines arrive on.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Worker {
+    fn spawn() -> anyhow::Result<(Worker, Hello)> {
+        let exe = std::env::current_exe().context("cannot locate the evo binary for the worker")?;
+        let mut child = Command::new(exe)
+            .arg("worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("cannot start `evo worker`")?;
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = child.stdout.take().expect("stdout was piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut worker = Worker {
+            child,
+            stdin,
+            lines,
+        };
+        let hello = match worker.lines.recv_timeout(Duration::from_secs(120)) {
+            Ok(line) => serde_json::from_str::<Hello>(&line)
+                .with_context(|| format!("worker greeted with an unreadable line: {line}"))?,
+            Err(_) => {
+                worker.kill();
+                bail!("`evo worker` exited or stalled before saying which device it holds")
+            }
+        };
+        Ok((worker, hello))
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The search's evaluator on a real GPU: a compiler and a worker runner, kept apart
+/// so that one batch can compile (`&BatchCompiler`) while another runs (`&mut Runner`).
+pub struct GpuEvaluator {
+    pub compiler: BatchCompiler,
+    pub runner: Runner,
+}
+
+/// Compiles batches for the worker; shared between threads.
+pub struct BatchCompiler {
+    plan: GpuPlan,
+    toolchain: Toolchain,
+    device: String,
+    target: Target,
+}
+
+/// Feeds prepared candidates to the worker child, replacing it when it dies or hangs.
+pub struct Runner {
+    device: String,
+    seed: u64,
+    timeout: Duration,
+    worker: Option<Worker>,
+    evaluated: u64,
+}
+
+impl GpuEvaluator {
+    /// Starts a worker to learn the device; fails with the worker's message when
+    /// there is no CUDA device (the caller may fall back to replay).
+    pub fn start(plan: GpuPlan) -> anyhow::Result<GpuEvaluator> {
+        let (worker, hello) = Worker::spawn()?;
+        let (device, target) = match hello {
+            Hello::Ready { device, target } => (device, target),
+            Hello::NoDevice { message } => bail!("{message}"),
+        };
+        let target = target.with_context(|| {
+            format!("{device}: no genome target describes this GPU (sm_89 and sm_90 are known)")
+        })?;
+        let toolchain = Toolchain::discover()?;
+        std::fs::create_dir_all(&plan.cubin_dir)
+            .with_context(|| format!("{}: cannot create", plan.cubin_dir.display()))?;
+        Ok(GpuEvaluator {
+            runner: Runner {
+                device: device.clone(),
+                seed: plan.seed,
+                timeout: plan.timeout,
+                worker: Some(worker),
+                evaluated: 0,
+            },
+            compiler: BatchCompiler {
+                plan,
+                toolchain,
+                device,
+                target,
+            },
+        })
+    }
+
+    pub fn target(&self) -> Target {
+        self.compiler.target
+    }
+}
+
+impl Runner {
+
+    /// Sends one request and waits for its answer; replaces a dead or hung worker.
+    fn ask(&mut self, request: &WorkerRequest) -> Evaluation {
+        let genome = request.genome;
+        let failed = |status, detail: String| Evaluation {
+            resources: request.resources,
+            ..Evaluation::failed(genome, &self.device, status, detail)
+        };
+        if self.worker.is_none() {
+            match Worker::spawn() {
+                Ok((w, Hello::Ready { .. })) => self.worker = Some(w),
+                Ok((_, Hello::NoDevice { message })) => {
+                    return failed(
+                        Status::RuntimeFailed,
+                        format!("replacement worker has no device: {message}"),
+                    )
+                }
+                Err(e) => {
+                    return failed(
+                        Status::RuntimeFailed,
+                        format!("cannot start a replacement worker: {e:#}"),
+                    )
+                }
+            }
+        }
+        let worker = self.worker.as_mut().expect("a worker was just ensured");
+        let line = serde_json::to_string(request).expect("requests always serialize");
+        if writeln!(worker.stdin, "{line}")
+            .and_then(|_| worker.stdin.flush())
+            .is_err()
+        {
+            self.worker = None;
+            return failed(
+                Status::RuntimeFailed,
+                "the worker died before taking the candidate".into(),
+            );
+        }
+        match worker.lines.recv_timeout(self.timeout) {
+            Ok(answer) => match serde_json::from_str::<Evaluation>(&answer) {
+                Ok(eval) => {
+                    // A runtime failure may leave the context unusable: the worker
+                    // exits after answering, so start afresh next time.
+                    if eval.status == Status::RuntimeFailed {
+                        self.worker = None;
+                    }
+                    eval
+                }
+                Err(e) => {
+                    self.worker = None;
+                    failed(
+                        Status::RuntimeFailed,
+                        format!("the worker answered an unreadable line ({e}): {answer}"),
+                    )
+                }
+            },
+            Err(RecvTimeoutError::Timeout) => {
+                self.worker = None; // dropping kills it
+                failed(
+                    Status::Timeout,
+                    format!(
+                        "no answer within {:.0} s: the kernel hung (worker killed)",
+                        self.timeout.as_secs_f64()
+                    ),
+                )
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let code = self
+                    .worker
+                    .take()
+                    .and_then(|mut w| w.child.wait().ok())
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "unknown status".into());
+                failed(
+                    Status::RuntimeFailed,
+                    format!("the worker died during the evaluation ({code})"),
+                )
+            }
+        }
+    }
+
+    /// Runs prepared candidates through the worker, one at a time, in order.
+    pub fn run_prepared(&mut self, prepared: Vec<Prepared>) -> Vec<Evaluation> {
+        prepared
+            .into_iter()
+            .map(|p| match p {
+                Prepared::Done(eval) => eval,
+                Prepared::Run(mut request) => {
+                    request.seed = self.seed.wrapping_add(self.evaluated);
+                    self.evaluated += 1;
+                    let eval = self.ask(&request);
+                    remove_files(&request.variants);
+                    eval
+                }
+            })
+            .collect()
+    }
+}
+
+impl BatchCompiler {
+    /// Compiles a batch in parallel (rayon) and writes the CUBINs for the worker.
+    /// Needs only `&self`, so the next batch can compile while the worker runs this one.
+    pub fn compile_batch(&self, batch: &[Genome]) -> Vec<Prepared> {
+        let sources: Vec<KernelSource> = batch
+            .iter()
+            .map(|g| KernelSource::Genome {
+                name: g.id().to_string(),
+                genome: *g,
+            })
+            .collect();
+        let mut problems: Vec<Problem> =
+            self.plan.green_cases.iter().map(|c| c.problem).collect();
+        problems.extend(&self.plan.objective);
+        let variants = variants_for(&problems);
+        let built = compile_all(&self.toolchain, &sources, &variants, self.target);
+        sources
+            .iter()
+            .zip(built)
+            .map(|(source, built)| self.prepare(source, &built))
+            .collect()
+    }
+
+    fn prepare(&self, source: &KernelSource, built: &[BuiltVariant]) -> Prepared {
+        let genome = *source.genome().expect("the search evaluates genomes");
+        let id = genome.id();
+        let mut files = Vec::new();
+        let mut resources_fwd = None;
+        for v in built {
+            match &v.result {
+                Ok(compiled) => {
+                    let path = self
+                        .plan
+                        .cubin_dir
+                        .join(format!("{id}-d{}-{}.cubin", v.head_dim, v.dtype));
+                    if let Err(e) = std::fs::write(&path, &compiled.cubin) {
+                        return Prepared::Done(Evaluation::failed(
+                            genome,
+                            &self.device,
+                            Status::RuntimeFailed,
+                            format!("{}: cannot write the CUBIN: {e}", path.display()),
+                        ));
+                    }
+                    let is_objective = self
+                        .plan
+                        .objective
+                        .first()
+                        .is_some_and(|p| (p.head_dim, p.dtype) == (v.head_dim, v.dtype));
+                    if is_objective {
+                        resources_fwd = resources(compiled, genome.smem(v.head_dim).total());
+                    }
+                    files.push(VariantFile {
+                        head_dim: v.head_dim,
+                        dtype: v.dtype,
+                        cubin: path,
+                    });
+                }
+                // A variant the genome cannot exist at is skipped, not a failure.
+                Err(_) if source.unsupported(v.head_dim, self.target).is_some() => {}
+                Err(log) => {
+                    remove_files(&files);
+                    return Prepared::Done(Evaluation::failed(
+                        genome,
+                        &self.device,
+                        Status::CompileFailed,
+                        log.clone(),
+                    ));
+                }
+            }
+        }
+        let has = |d: HeadDim, t: Dtype| files.iter().any(|f| (f.head_dim, f.dtype) == (d, t));
+        if let Some(p) = self.plan.objective.iter().find(|p| !has(p.head_dim, p.dtype)) {
+            let why = genome
+                .violations(p.head_dim, self.target)
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+            remove_files(&files);
+            return Prepared::Done(Evaluation::failed(
+                genome,
+                &self.device,
+                Status::Invalid,
+                why,
+            ));
+        }
+        let green_cases = self
+            .plan
+            .green_cases
+            .iter()
+            .filter(|c| has(c.problem.head_dim, c.problem.dtype))
+            .cloned()
+            .collect();
+        Prepared::Run(WorkerRequest {
+            name: source.name().to_string(),
+            genome,
+            variants: files,
+            resources: resources_fwd,
+            green_cases,
+            objective: self.plan.objective.clone(),
+            seed: 0,
+        })
+    }
+}
+
+/// A compiled candidate waiting for the worker, or one already decided without it.
+pub enum Prepared {
+    Run(WorkerRequest),
+    Done(Evaluation),
+}
+
+fn remove_files(files: &[VariantFile]) {
+    for f in files {
+        let _ = std::fs::remove_file(&f.cubin);
+    }
+}
+
+impl Evaluator for GpuEvaluator {
+    fn device(&self) -> String {
+        self.compiler.device.clone()
+    }
+
+    fn template_hash(&self) -> String {
+        evo_codegen::template_hash()
+    }
+
+    fn toolchain(&self) -> String {
+        self.compiler.toolchain.label()
+    }
+
+    fn evaluate(&mut self, batch: &[Genome]) -> Result<Vec<Evaluation>, EvaluatorError> {
+        let prepared = self.compiler.compile_batch(batch);
+        Ok(self.runner.run_prepared(prepared))
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "evaluating on {} ({}), {} GREEN cases, objective {}; kernels run in a child worker \
+             (timeout {:.0} s)",
+            self.compiler.device,
+            self.compiler.target,
+            self.compiler.plan.green_cases.len(),
+            self.compiler
+                .plan
+                .objective
+                .iter()
+                .map(|p| p.label())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            self.runner.timeout.as_secs_f64()
+        )
+    }
+}
+
+/// The worker's side: hold the device, answer one request per line until stdin closes.
+pub fn serve(stdin: impl BufRead, mut stdout: impl Write) -> anyhow::Result<()> {
+    use evo_gates::{Device, EvalOptions, FastOptions};
+    let device = match Device::open(0) {
+        Ok(d) => d,
+        Err(e) => {
+            let hello = Hello::NoDevice {
+                message: e.to_string(),
+            };
+            writeln!(stdout, "{}", serde_json::to_string(&hello)?)?;
+            return Ok(());
+        }
+    };
+    let hello = Hello::Ready {
+        device: device.name().to_string(),
+        target: device.target(),
+    };
+    writeln!(stdout, "{}", serde_json::to_string(&hello)?)?;
+    stdout.flush()?;
+    for line in stdin.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request: WorkerRequest = serde_json::from_str(&line)
+            .with_context(|| format!("unreadable worker request: {line}"))?;
+        let eval = serve_one(&device, &request, &EvalOptions {
+            seed: request.seed,
+            fast: FastOptions::default(),
+        });
+        writeln!(stdout, "{}", serde_json::to_string(&eval)?)?;
+        stdout.flush()?;
+        if eval.status == Status::RuntimeFailed {
+            // The context may be poisoned (a sticky fault): let the parent start afresh.
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn serve_one(
+    device: &evo_gates::Device,
+    request: &WorkerRequest,
+    options: &evo_gates::EvalOptions,
+) -> Evaluation {
+    let mut family = evo_gates::KernelFamily::new(&request.name);
+    for v in &request.variants {
+        let loaded = read_cubin(&v.cubin)
+            .and_then(|cubin| {
+                device
+                    .load_attention(&request.name, &cubin)
+                    .map_err(anyhow::Error::from)
+            });
+        match loaded {
+            Ok(kernel) => family.add(v.head_dim, v.dtype, kernel),
+            Err(e) => {
+                return Evaluation {
+                    resources: request.resources,
+                    ..Evaluation::failed(
+                        request.genome,
+                        device.name(),
+                        Status::RuntimeFailed,
+                        format!("module load failed: {e:#}"),
+                    )
+                }
+            }
+        }
+    }
+    evo_gates::evaluate(
+        &mut family,
+        &request.genome,
+        device.name(),
+        request.resources,
+        &request.green_cases,
+        &request.objective,
+        options,
+    )
+}
+
+fn read_cubin(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("{}: cannot read CUBIN", path.display()))
+}

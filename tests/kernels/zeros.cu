@@ -1,0 +1,41 @@
+// zeros.cu: writes zeros (must FAIL GREEN).
+//
+// Every element is written, none is NaN: only the comparison with the reference
+// can reject it.
+//
+// Hand-written under kernels/ABI.md: one thread per query row, scalar fp32, online
+// softmax; compiled per EVO_HEAD_DIM and EVO_BF16 like every kernel the gates see.
+// Expected GREEN verdict: zeros.expected.toml beside this file.
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#if EVO_BF16
+typedef __nv_bfloat16 elem_t;
+__device__ __forceinline__ float to_float(elem_t x) { return __bfloat162float(x); }
+__device__ __forceinline__ elem_t from_float(float x) { return __float2bfloat16(x); }
+#else
+typedef __half elem_t;
+__device__ __forceinline__ float to_float(elem_t x) { return __half2float(x); }
+__device__ __forceinline__ elem_t from_float(float x) { return __float2half(x); }
+#endif
+
+#define D EVO_HEAD_DIM
+#define ROWS 64
+
+// {block_m, threads_per_block, smem_bytes, split_kv, combine_rows_per_block, combine_threads}
+extern "C" __constant__ int evo_geometry[6] = {ROWS, ROWS, 0, 1, 0, 0};
+
+extern "C" __global__ void evo_attention_fwd(const elem_t* Q, const elem_t* K, const elem_t* V,
+                                             elem_t* O, float* ws_o, float* ws_lse, int B, int H,
+                                             int Lq, int Lk, int causal, float scale) {
+    const int i = blockIdx.x * ROWS + threadIdx.x;
+    const size_t bh = blockIdx.y;
+    if (i < Lq) {
+        const elem_t* q = Q + (bh * Lq + i) * D;
+        const elem_t* k = K + bh * Lk * D;
+        const elem_t* v = V + bh * Lk * D;
+        elem_t* o = O + (bh * Lq + i) * D;
+        for (int c = 0; c < D; ++c) o[c] = from_float(0.0f);
+    }
+}

@@ -1,0 +1,263 @@
+//! The search commands end to end through the binary, on the SYNTHETIC landscape
+//! fixture (crates/mutator/tests/fixtures/synthetic-landscape; made-up numbers).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture() -> PathBuf {
+    repo().join("crates/mutator/tests/fixtures/synthetic-landscape")
+}
+
+fn evo(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_evo"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the evo binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn evolve(exp: &Path, extra: &[&str]) -> Output {
+    let backend = format!("replay:{}", fixture().display());
+    let exp = exp.display().to_string();
+    let mut args = vec![
+        "evolve",
+        "--backend",
+        &backend,
+        "--experiment",
+        &exp,
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    evo(&args)
+}
+
+#[test]
+fn evolve_on_the_synthetic_landscape_writes_a_complete_experiment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = tmp.path().join("exp");
+    let out = evolve(&exp, &["--budget", "40", "--seed", "3"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "replaying 324 measurements recorded on Synthetic GPU (test fixture, not a measurement) on 2026-11-22 (no CUDA device here)"
+    );
+    assert!(
+        text.contains("40 evaluations: 40 fresh, 0 from the cache"),
+        "{text}"
+    );
+    assert!(text.contains("champion: "), "{text}");
+    assert!(text.contains("| step | version | gene changes |"), "{text}");
+    assert!(
+        text.contains(&format!("report: {}", exp.join("report.md").display())),
+        "{text}"
+    );
+    for file in [
+        "experiment.toml",
+        "evaluations.jsonl",
+        "lineage.json",
+        "report.md",
+        "best_so_far.svg",
+    ] {
+        assert!(exp.join(file).is_file(), "{file} missing");
+    }
+    let log = std::fs::read_to_string(exp.join("evaluations.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 40);
+    let report = std::fs::read_to_string(exp.join("report.md")).unwrap();
+    assert!(
+        report.contains("## Evolution path") && report.contains("## Gene changes"),
+        "{report}"
+    );
+
+    // The second run answers everything from the cache and writes the same lineage.
+    let lineage = std::fs::read(exp.join("lineage.json")).unwrap();
+    let again = evolve(&exp, &[]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("40 evaluations: 0 fresh, 40 from the cache (40 were on record"),
+        "{}",
+        stdout(&again)
+    );
+    assert!(
+        std::fs::read(exp.join("lineage.json")).unwrap() == lineage,
+        "the lineage changed"
+    );
+
+    // An option that contradicts the experiment's file is refused.
+    let clash = evolve(&exp, &["--seed", "4"]);
+    assert_eq!(clash.status.code(), Some(2));
+    assert!(
+        stderr(&clash).contains("records seed = 3, but 4 was given"),
+        "{}",
+        stderr(&clash)
+    );
+
+    // The other commands read the experiment.
+    let lineage_md = evo(&["lineage", &exp.display().to_string()]);
+    assert!(lineage_md.status.success(), "{}", stderr(&lineage_md));
+    assert!(
+        stdout(&lineage_md).starts_with("## Evolution path: exp"),
+        "{}",
+        stdout(&lineage_md)
+    );
+    let dot = evo(&["lineage", &exp.display().to_string(), "--dot"]);
+    assert!(
+        stdout(&dot).starts_with("digraph lineage {"),
+        "{}",
+        stdout(&dot)
+    );
+    let insights = evo(&["insights", &exp.display().to_string()]);
+    assert!(insights.status.success(), "{}", stderr(&insights));
+    assert!(stdout(&insights).contains("| change | tried | failed | helped | median speedup |"));
+}
+
+#[test]
+fn evolve_resumes_after_kill_9_with_nothing_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = tmp.path().join("whole");
+    let cut = tmp.path().join("cut");
+    assert!(evolve(&whole, &["--budget", "48", "--seed", "5"])
+        .status
+        .success());
+    assert!(evolve(&cut, &["--budget", "48", "--seed", "5"])
+        .status
+        .success());
+    // As if killed while writing record 30: 29 whole lines and half of the 30th.
+    let log = std::fs::read_to_string(cut.join("evaluations.jsonl")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    let kept = lines[..29].join("\n") + "\n" + &lines[29][..lines[29].len() / 2];
+    std::fs::write(cut.join("evaluations.jsonl"), kept).unwrap();
+    let resumed = evolve(&cut, &[]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert!(
+        stderr(&resumed).contains("evaluations.jsonl:30: skipped a cut-short last line"),
+        "{}",
+        stderr(&resumed)
+    );
+    assert!(
+        stdout(&resumed).contains("48 evaluations: 19 fresh, 29 from the cache"),
+        "{}",
+        stdout(&resumed)
+    );
+    // Identical but for the title, which is the folder's name.
+    let resumed = std::fs::read_to_string(cut.join("lineage.json")).unwrap();
+    let whole = std::fs::read_to_string(whole.join("lineage.json")).unwrap();
+    assert!(
+        resumed == whole.replace("\"title\": \"whole\"", "\"title\": \"cut\""),
+        "the resumed lineage differs"
+    );
+}
+
+#[test]
+fn bad_experiment_toml_names_file_line_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = tmp.path().join("exp");
+    std::fs::create_dir(&exp).unwrap();
+    std::fs::write(
+        exp.join("experiment.toml"),
+        "name = \"exp\"\nstrategy = \"evolutionary\"\nseed = 1\nbackend = \"auto\"\n\n[budget]\nevaluations = 10\n\n[evolutionary]\npopulation = 1\n",
+    )
+    .unwrap();
+    let out = evolve(&exp, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("experiment.toml:10: field `evolutionary.population`: population = 1 must be at least 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn strategies_compares_on_a_landscape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("strategies.json");
+    let out = evo(&[
+        "strategies",
+        "--landscape",
+        &fixture().display().to_string(),
+        "--seeds",
+        "4",
+        "--checkpoints",
+        "10,25",
+        "--json",
+        &json.display().to_string(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("replaying 324 measurements"), "{text}");
+    assert!(
+        text.contains("| strategy | 10 | 25 |")
+            && text.contains("| evolutionary |")
+            && text.contains("| random |"),
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn lineage_of_the_seeds_shows_the_hand_evolution() {
+    let out = evo(&["lineage", "--seeds"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for step in [
+        "| 0 | v3 |",
+        "| 1 | v5 | qk_math scalar→wmma | 1980.0 | 0.88× |",
+        "| 4 | fa2 |",
+    ] {
+        assert!(text.contains(step), "{step} missing in\n{text}");
+    }
+}
+
+#[test]
+fn replay_without_a_landscape_says_how_to_get_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-landscape");
+    let out = evo(&[
+        "evolve",
+        "--experiment",
+        &tmp.path().join("exp").display().to_string(),
+        "--backend",
+        &format!("replay:{}", missing.display()),
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("landscape.toml: cannot read the recorded landscape"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("evo landscape"), "{}", stderr(&out));
+}
+
+#[test]
+fn exhaustive_walks_the_landscape_sub_space_and_a_wall_budget_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = evolve(
+        &tmp.path().join("walk"),
+        &["--strategy", "exhaustive", "--budget", "1000"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("312 evaluations: 312 fresh")
+            && text.contains("stopped: every reachable genome evaluated"),
+        "{text}"
+    );
+    let timed = evolve(&tmp.path().join("timed"), &["--minutes", "0.05"]);
+    assert!(timed.status.success(), "{}", stderr(&timed));
+    assert!(stdout(&timed).contains("champion: "), "{}", stdout(&timed));
+}

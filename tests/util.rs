@@ -1,0 +1,26 @@
+//! Runs the `evo` binary built by this test run, from the repository root.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The output of `evo ARGS` with extra environment variables.
+pub fn evo(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_evo"));
+    cmd.args(args).current_dir(repo_root());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("the evo binary runs")
+}
+
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
