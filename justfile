@@ -15,8 +15,13 @@ default:
 # Run every test on the CPU (NVRTC compiles, no GPU), then the compile sweep with its summary
 [group('test')]
 test:
-    cargo test --workspace -- --skip nvrtc_sweep_
-    cargo test -p evo-codegen --test compile nvrtc_sweep_ -- --nocapture
+    #!/usr/bin/env bash
+    # Both halves always run, so one failure does not hide another; the exit status is the first failure's.
+    set -uo pipefail
+    tests=0 sweep=0
+    cargo test --workspace --no-fail-fast -- --skip nvrtc_sweep_ || tests=$?
+    cargo test -p evo-codegen --test compile nvrtc_sweep_ -- --nocapture || sweep=$?
+    exit $((tests != 0 ? tests : sweep))
 
 # Check formatting without changing files
 [group('test')]

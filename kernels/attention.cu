@@ -24,6 +24,11 @@
 #ifndef EVO_MAX_REGS
 #define EVO_MAX_REGS 0
 #endif
+// Optional: registers kept free beside the register path's state before Q's
+// fragments are held in registers too (section 1, kHoldQ). Tuning knob only.
+#ifndef EVO_HOLD_Q_MARGIN
+#define EVO_HOLD_Q_MARGIN 64
+#endif
 
 #if EVO_QK_MATH == 1 || EVO_PV_MATH == 1
 #include <mma.h>  // nvcuda::wmma, only where a WMMA path is compiled (needs crt/mma.h too)
@@ -89,6 +94,22 @@ constexpr int kSmemTotal = kOOff + kOBytes;
 #define EVO_REG_MMA_STATE (EVO_P_REGS || (EVO_O_REGS && EVO_PV_MATH == 2))
 #if EVO_REG_MMA_STATE
 constexpr int kSlices = kBM / (16 * kWarps);
+#endif
+
+// Register path: hold the warp's Q A-fragments in registers for the whole KV
+// loop (kD/4 registers per m16 slice) instead of re-reading them with ldmatrix
+// every tile, when the per-thread budget leaves room for them next to O, S and
+// P. The budget is what __launch_bounds__ / EVO_MAX_REGS allow; the margin
+// covers addressing, K/V fragments and softmax temporaries (checked against
+// ptxas's report: no new spills over the valid space).
+#if EVO_P_REGS
+constexpr int kRegLimitBlocks = (65536 / (kThreads * EVO_MIN_BLOCKS)) / 8 * 8;
+constexpr int kRegBudget0 = kRegLimitBlocks < 255 ? kRegLimitBlocks : 255;
+constexpr int kRegBudget = (EVO_MAX_REGS > 0 && EVO_MAX_REGS < kRegBudget0) ? EVO_MAX_REGS : kRegBudget0;
+constexpr int kStateRegs = kSlices * ((EVO_O_REGS ? kD / 2 : 0) + kBN / 2 + kBN / 4);
+constexpr int kQFragRegs = kSlices * kD / 4;
+constexpr bool kHoldQ = kStateRegs + kQFragRegs + EVO_HOLD_Q_MARGIN <= kRegBudget;
+constexpr int kQFrags = kHoldQ ? kD / 16 : 1;  // k16 steps held (1 = unused placeholder)
 #endif
 
 static_assert(kD == 64 || kD == 128, "EVO_HEAD_DIM must be 64 or 128");
@@ -171,7 +192,11 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
 // the epilogue converts back to natural log.
 __device__ __forceinline__ float softmax_exp(float x) {
 #if EVO_EXP2
-  return exp2f(x);
+  // One MUFU.EX2: exp2f without fast-math adds denormal scaling around it, and
+  // flushing p < 2^-126 to zero is harmless for softmax (ex2(-inf) = +0).
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 #else
   return __expf(x);
 #endif
@@ -431,21 +456,21 @@ __device__ __forceinline__ void softmax_smem(const float* sS, elem_t* sP, float*
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
-      v[k] = neg_inf();
-      if (c < kBN && !is_masked(i, n0 + c, Lk, causal)) v[k] = sS[r * kSPitch + c] * sl;
+      v[k] = neg_inf();  // raw (unscaled) scores; scale > 0, so max commutes with it
+      if (c < kBN && !is_masked(i, n0 + c, Lk, causal)) v[k] = sS[r * kSPitch + c];
       mx = fmaxf(mx, v[k]);
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     const float m_old = sM[r];
-    const float m_new = fmaxf(m_old, mx);
+    const float m_new = fmaxf(m_old, mx * sl);
     const float m_use = safe_max(m_new);
     const float alpha = softmax_exp(m_old - m_use);
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
-      const float p = softmax_exp(v[k] - m_use);
+      const float p = softmax_exp(fmaf(v[k], sl, -m_use));  // one FFMA per score
       if (c < kBN) sP[r * kPPitch + c] = from_float(p);
       sum += p;
     }
@@ -617,7 +642,8 @@ __device__ __forceinline__ void pv_mma_smemp_smemo(const elem_t* sP, const elem_
 // lane's columns) and reduced across the quad once, in the epilogue.
 
 #if EVO_P_REGS
-__device__ __forceinline__ void tile_regs(const elem_t* sQ, const elem_t* sK, const elem_t* sV,
+__device__ __forceinline__ void tile_regs(const elem_t* sQ, const unsigned (&qf)[kSlices][kQFrags][4],
+                                          const elem_t* sK, const elem_t* sV,
                                           float (&m)[kSlices][2], float (&l)[kSlices][2],
 #if EVO_O_REGS
                                           float (&o)[kSlices][kD / 8][4],
@@ -641,8 +667,14 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const elem_t* sK, co
   for (int kk = 0; kk < kD / 16; ++kk) {
     unsigned qa[kSlices][4];
 #pragma unroll
-    for (int s = 0; s < kSlices; ++s)
-      ldmatrix_x4(qa[s], sQ + tile_off(wrow0 + s * 16 + lm_row_a(lane), kk * 16 + lm_col_a(lane)));
+    for (int s = 0; s < kSlices; ++s) {
+      if constexpr (kHoldQ) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) qa[s][e] = qf[s][kk][e];
+      } else {
+        ldmatrix_x4(qa[s], sQ + tile_off(wrow0 + s * 16 + lm_row_a(lane), kk * 16 + lm_col_a(lane)));
+      }
+    }
 #pragma unroll
     for (int nn = 0; nn < kBN / 16; ++nn) {
       unsigned kb[4];
@@ -669,7 +701,9 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const elem_t* sK, co
       for (int nt = 0; nt < kBN / 8; ++nt) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          float v = sacc[s][nt][2 * h + e] * sl;
+          // Raw scores: scale > 0 commutes with max, and is folded into the
+          // exponent's FFMA below (one FFMA + one MUFU per score).
+          float v = sacc[s][nt][2 * h + e];
           if (need_mask && is_masked(i, n0 + nt * 8 + 2 * t + e, Lk, causal)) v = neg_inf();
           sacc[s][nt][2 * h + e] = v;
           mx = fmaxf(mx, v);
@@ -677,7 +711,7 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const elem_t* sK, co
       }
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m[s][h], mx);
+      const float m_new = fmaxf(m[s][h], mx * sl);
       const float m_use = safe_max(m_new);
       alpha[s][h] = softmax_exp(m[s][h] - m_use);
       m[s][h] = m_new;
@@ -686,7 +720,7 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const elem_t* sK, co
       for (int nt = 0; nt < kBN / 8; ++nt) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float p = softmax_exp(sacc[s][nt][2 * h + e] - m_use);
+          const float p = softmax_exp(fmaf(sacc[s][nt][2 * h + e], sl, -m_use));
           sacc[s][nt][2 * h + e] = p;
           sum += p;
         }
@@ -901,8 +935,16 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
   const int ltid = kProducers > 0 ? tid - kConsumerThreads : tid;
   constexpr int kLoaders = kProducers > 0 ? kProducers * 32 : kThreads;
 
-  // ---- Q once, by everyone (visible after the first barrier of the loop).
-  load_tile<kBM, false>(sQ, Qbh, m0, Lq, tid, kThreads);
+  // ---- Q once, by everyone. With cp.async and no producer warps every thread
+  // is a loader, so Q goes out as its own cp.async group ahead of the K/V
+  // prologue (its latency overlaps theirs; waiting for tile 0 implies it).
+  // Otherwise Q is loaded with plain loads after the K/V prologue is issued.
+  // Q is visible after the first barrier of the loop (or the one below).
+  constexpr bool kQAsync = EVO_CP_ASYNC && kProducers == 0;
+  if (kQAsync) {
+    load_tile<kBM, true>(sQ, Qbh, m0, Lq, tid, kThreads);
+    cp_async_commit();
+  }
 
   // ---- running state: m = -inf, l = 0, O = 0.
   const int ctid = tid;  // compute threads are warps 0..WARPS-1
@@ -925,6 +967,9 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
 #pragma unroll
   for (int k = 0; k < kPairsPerThread; ++k) o_r[k][0] = o_r[k][1] = 0.0f;
 #endif
+#if EVO_P_REGS
+  unsigned q_f[kSlices][kQFrags][4];
+#endif
   if (consumer) {
     for (int r = ctid; r < kBM; r += kConsumerThreads) {
       sM[r] = neg_inf();
@@ -943,9 +988,9 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
     const int n0 = tile * kBN;
 #if EVO_P_REGS
 #if EVO_O_REGS
-    tile_regs(sQ, sK, sV, m_r, l_r, o_r, warp, lane, m0, n0, Lk, causal, sl);
+    tile_regs(sQ, q_f, sK, sV, m_r, l_r, o_r, warp, lane, m0, n0, Lk, causal, sl);
 #else
-    tile_regs(sQ, sK, sV, m_r, l_r, sO, warp, lane, m0, n0, Lk, causal, sl);
+    tile_regs(sQ, q_f, sK, sV, m_r, l_r, sO, warp, lane, m0, n0, Lk, causal, sl);
 #endif
 #else
     qk_to_smem(sQ, sK, sS, ctid, warp, lane);
@@ -985,6 +1030,26 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
       cp_async_commit();
     }
   }
+#endif
+  if (!kQAsync) load_tile<kBM, false>(sQ, Qbh, m0, Lq, tid, kThreads);
+#if EVO_P_REGS
+  if constexpr (kHoldQ) {
+    // Q's group is the oldest: at most STAGES-1 K/V groups may still be in flight.
+    if (nt > 0) {
+      if (kQAsync) cp_async_wait<kStages - 1>();
+      __syncthreads();
+      if (consumer) {
+        const int wrow0 = warp * kSlices * 16;
+#pragma unroll
+        for (int s = 0; s < kSlices; ++s)
+#pragma unroll
+          for (int kk = 0; kk < kD / 16; ++kk)
+            ldmatrix_x4(q_f[s][kk], sQ + tile_off(wrow0 + s * 16 + lm_row_a(lane), kk * 16 + lm_col_a(lane)));
+      }
+    }
+  }
+#endif
+#if EVO_STAGES > 1
   for (int t = 0; t < nt; ++t) {
     if (loader) cp_async_wait<kStages - 2>();
     __syncthreads();
@@ -1008,6 +1073,9 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
     if (consumer) compute(0, t_begin + t);
   }
 #endif
+  // No cp.async may still be writing shared memory when the block exits (an
+  // empty split chunk never waited for Q's group).
+  if (kQAsync) cp_async_wait<0>();
 
   // ---- epilogue (consumers only; producers are done).
   if (!consumer) return;

@@ -19,6 +19,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The first line a worker writes: which device it holds, or why it holds none.
@@ -67,6 +68,37 @@ pub struct GpuPlan {
     pub timeout: Duration,
     /// Where CUBINs are written for the worker.
     pub cubin_dir: PathBuf,
+    /// The fault drill: replace some candidates' kernels with planted faulting or
+    /// hanging ones (None in every real search).
+    pub plant: Option<Plant>,
+}
+
+/// The fault drill: every `every`-th candidate sent to the worker runs one of the
+/// planted kernels (in turn) instead of its own, to prove that a kernel which faults
+/// or hangs costs only its own evaluation. Records of planted candidates say so.
+#[derive(Debug, Clone)]
+pub struct Plant {
+    pub every: usize,
+    /// Hand-written ABI kernels (tests/faults/*.cu): (path, source text).
+    pub kernels: Vec<(String, String)>,
+}
+
+/// How to start a worker: `evo worker` normally, a stand-in in the tests.
+#[derive(Debug, Clone)]
+pub struct WorkerCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl WorkerCommand {
+    /// This very binary, `evo worker`.
+    pub fn evo() -> anyhow::Result<WorkerCommand> {
+        Ok(WorkerCommand {
+            program: std::env::current_exe()
+                .context("cannot locate the evo binary for the worker")?,
+            args: vec!["worker".into()],
+        })
+    }
 }
 
 /// A running `evo worker` child and the channel its stdout lines arrive on.
@@ -77,15 +109,14 @@ struct Worker {
 }
 
 impl Worker {
-    fn spawn() -> anyhow::Result<(Worker, Hello)> {
-        let exe = std::env::current_exe().context("cannot locate the evo binary for the worker")?;
-        let mut child = Command::new(exe)
-            .arg("worker")
+    fn spawn(command: &WorkerCommand) -> anyhow::Result<(Worker, Hello)> {
+        let mut child = Command::new(&command.program)
+            .args(&command.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .context("cannot start `evo worker`")?;
+            .with_context(|| format!("cannot start the worker {}", command.program.display()))?;
         let stdin = child.stdin.take().expect("stdin was piped");
         let stdout = child.stdout.take().expect("stdout was piped");
         let (tx, lines) = mpsc::channel();
@@ -138,10 +169,13 @@ pub struct BatchCompiler {
     toolchain: Toolchain,
     device: String,
     target: Target,
+    /// Candidates prepared so far (the fault drill picks every n-th).
+    prepared: AtomicUsize,
 }
 
 /// Feeds prepared candidates to the worker child, replacing it when it dies or hangs.
 pub struct Runner {
+    command: WorkerCommand,
     device: String,
     seed: u64,
     timeout: Duration,
@@ -153,7 +187,8 @@ impl GpuEvaluator {
     /// Starts a worker to learn the device; fails with the worker's message when
     /// there is no CUDA device (the caller may fall back to replay).
     pub fn start(plan: GpuPlan) -> anyhow::Result<GpuEvaluator> {
-        let (worker, hello) = Worker::spawn()?;
+        let command = WorkerCommand::evo()?;
+        let (worker, hello) = Worker::spawn(&command)?;
         let (device, target) = match hello {
             Hello::Ready { device, target } => (device, target),
             Hello::NoDevice { message } => bail!("{message}"),
@@ -166,6 +201,7 @@ impl GpuEvaluator {
             .with_context(|| format!("{}: cannot create", plan.cubin_dir.display()))?;
         Ok(GpuEvaluator {
             runner: Runner {
+                command,
                 device: device.clone(),
                 seed: plan.seed,
                 timeout: plan.timeout,
@@ -177,6 +213,7 @@ impl GpuEvaluator {
                 toolchain,
                 device,
                 target,
+                prepared: AtomicUsize::new(0),
             },
         })
     }
@@ -196,7 +233,7 @@ impl Runner {
             ..Evaluation::failed(genome, &self.device, status, detail)
         };
         if self.worker.is_none() {
-            match Worker::spawn() {
+            match Worker::spawn(&self.command) {
                 Ok((w, Hello::Ready { .. })) => self.worker = Some(w),
                 Ok((_, Hello::NoDevice { message })) => {
                     return failed(
@@ -300,7 +337,10 @@ impl BatchCompiler {
             self.plan.green_cases.iter().map(|c| c.problem).collect();
         problems.extend(&self.plan.objective);
         let variants = variants_for(&problems);
-        let built = compile_all(&self.toolchain, &sources, &variants, self.target);
+        let mut built = compile_all(&self.toolchain, &sources, &variants, self.target);
+        if let Some(plant) = &self.plan.plant {
+            self.plant(plant, &mut built, &variants);
+        }
         sources
             .iter()
             .zip(built)
@@ -308,9 +348,33 @@ impl BatchCompiler {
             .collect()
     }
 
+    /// The fault drill: swaps the compiled variants of every `every`-th candidate for
+    /// a planted kernel's, so the worker runs the planted one under the candidate's id.
+    fn plant(&self, plant: &Plant, built: &mut [Vec<BuiltVariant>], variants: &[(HeadDim, Dtype)]) {
+        for candidate in built.iter_mut() {
+            let n = self.prepared.fetch_add(1, Ordering::Relaxed) + 1;
+            if plant.every == 0 || n % plant.every != 0 || plant.kernels.is_empty() {
+                continue;
+            }
+            let (path, text) = &plant.kernels[(n / plant.every - 1) % plant.kernels.len()];
+            let source = KernelSource::File {
+                path: format!("planted:{path}"),
+                text: text.clone(),
+            };
+            let planted = compile_all(&self.toolchain, &[source], variants, self.target);
+            if let Some(planted) = planted.into_iter().next() {
+                *candidate = planted;
+            }
+        }
+    }
+
     fn prepare(&self, source: &KernelSource, built: &[BuiltVariant]) -> Prepared {
         let genome = *source.genome().expect("the search evaluates genomes");
         let id = genome.id();
+        let planted = built
+            .iter()
+            .find_map(|v| v.result.as_ref().ok())
+            .is_some_and(|c| c.name.starts_with("planted:"));
         let mut files = Vec::new();
         let mut resources_fwd = None;
         for v in built {
@@ -379,7 +443,11 @@ impl BatchCompiler {
             .cloned()
             .collect();
         Prepared::Run(WorkerRequest {
-            name: source.name().to_string(),
+            name: if planted {
+                format!("{} (planted kernel of the fault drill)", source.name())
+            } else {
+                source.name().to_string()
+            },
             genome,
             variants: files,
             resources: resources_fwd,
@@ -520,4 +588,120 @@ fn serve_one(
 
 fn read_cubin(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("{}: cannot read CUBIN", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The worker protocol on the CPU: stand-in workers (shell scripts) that answer,
+    //! die mid-evaluation, or hang, so isolation is tested without a GPU.
+
+    use super::*;
+
+    fn request() -> WorkerRequest {
+        WorkerRequest {
+            name: "t".into(),
+            genome: Genome::baseline(),
+            variants: Vec::new(),
+            resources: None,
+            green_cases: Vec::new(),
+            objective: vec![Problem::seed()],
+            seed: 1,
+        }
+    }
+
+    fn answer() -> Evaluation {
+        Evaluation {
+            score_us: Some(12.5),
+            ..Evaluation::failed(Genome::baseline(), "stand-in GPU", Status::Ok, "")
+        }
+    }
+
+    /// A runner whose worker is `sh -c SCRIPT`; the script has greeted already.
+    fn runner(script: &str, timeout: Duration) -> Runner {
+        let hello = serde_json::to_string(&Hello::Ready {
+            device: "stand-in GPU".into(),
+            target: Some(Target::Sm90),
+        })
+        .unwrap();
+        let command = WorkerCommand {
+            program: "sh".into(),
+            args: vec!["-c".into(), format!("echo '{hello}'; {script}")],
+        };
+        let (worker, _) = Worker::spawn(&command).unwrap();
+        Runner {
+            command,
+            device: "stand-in GPU".into(),
+            seed: 0,
+            timeout,
+            worker: Some(worker),
+            evaluated: 0,
+        }
+    }
+
+    #[test]
+    fn an_answering_worker_returns_its_evaluation() {
+        let json = serde_json::to_string(&answer()).unwrap();
+        let mut r = runner(
+            &format!("while read line; do echo '{json}'; done"),
+            Duration::from_secs(20),
+        );
+        let eval = r.ask(&request());
+        assert_eq!(eval.status, Status::Ok);
+        assert_eq!(eval.score_us, Some(12.5));
+        assert!(r.worker.is_some(), "a healthy worker is kept");
+    }
+
+    #[test]
+    fn a_worker_that_dies_is_recorded_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("died-once");
+        let json = serde_json::to_string(&answer()).unwrap();
+        // First worker dies on its first candidate; the replacement answers.
+        let script = format!(
+            "while read line; do if [ -f {s} ]; then echo '{json}'; else touch {s}; exit 3; fi; done",
+            s = state.display()
+        );
+        let mut r = runner(&script, Duration::from_secs(20));
+        let first = r.ask(&request());
+        assert_eq!(first.status, Status::RuntimeFailed, "{}", first.detail);
+        assert!(first.detail.contains("died"), "{}", first.detail);
+        let second = r.ask(&request());
+        assert_eq!(second.status, Status::Ok, "{}", second.detail);
+    }
+
+    #[test]
+    fn a_hanging_worker_is_killed_at_the_timeout() {
+        let mut r = runner("read line; sleep 60", Duration::from_millis(700));
+        let start = std::time::Instant::now();
+        let eval = r.ask(&request());
+        assert_eq!(eval.status, Status::Timeout);
+        assert!(eval.detail.contains("hung"), "{}", eval.detail);
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(r.worker.is_none(), "the hung worker was dropped (killed)");
+    }
+
+    #[test]
+    fn an_unreadable_answer_is_a_runtime_failure() {
+        let mut r = runner("read line; echo 'not json'", Duration::from_secs(20));
+        let eval = r.ask(&request());
+        assert_eq!(eval.status, Status::RuntimeFailed);
+        assert!(eval.detail.contains("unreadable"), "{}", eval.detail);
+    }
+
+    #[test]
+    fn a_runtime_failure_answer_retires_the_worker() {
+        let failed = Evaluation::failed(
+            Genome::baseline(),
+            "stand-in GPU",
+            Status::RuntimeFailed,
+            "illegal address",
+        );
+        let json = serde_json::to_string(&failed).unwrap();
+        let mut r = runner(
+            &format!("while read line; do echo '{json}'; done"),
+            Duration::from_secs(20),
+        );
+        assert_eq!(r.ask(&request()).status, Status::RuntimeFailed);
+        assert!(r.worker.is_none(), "a possibly poisoned context is not reused");
+    }
 }

@@ -11,7 +11,7 @@
 //! With `--backend auto` the search runs on the GPU when a CUDA device is present,
 //! else it replays the recorded landscape and says so on its first line.
 
-use crate::gpu::{GpuEvaluator, GpuPlan};
+use crate::gpu::{GpuEvaluator, GpuPlan, Plant};
 use anyhow::{bail, Context};
 use evo_gates::GreenSuite;
 use std::time::Duration;
@@ -62,6 +62,11 @@ pub struct EvolveArgs {
     /// The landscape `--backend auto` replays when there is no CUDA device.
     #[arg(long, default_value = DEFAULT_LANDSCAPE)]
     pub landscape: PathBuf,
+    /// Fault drill: every N-th candidate runs a planted kernel from tests/faults/ (an
+    /// illegal address, a hang) instead of its own, to show that a faulting or hanging
+    /// kernel costs only its own evaluation. GPU backend only; never for a real search.
+    #[arg(long, value_name = "N")]
+    pub plant_faults: Option<usize>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -70,13 +75,31 @@ pub struct EvolveArgs {
 /// The GPU backend: compiles each generation in parallel here and runs GREEN (the
 /// quick suite, plus every case of the objective's shape) and FAST in a child worker
 /// (see `crate::gpu`). The target is the GPU's own, whatever the config guessed.
-fn gpu_evaluator(problem: &Problem) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
+fn gpu_evaluator(
+    problem: &Problem,
+    plant_faults: Option<usize>,
+) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
+    let plant = match plant_faults {
+        None => None,
+        Some(every) => Some(Plant {
+            every,
+            kernels: ["tests/faults/illegal_address.cu", "tests/faults/hang.cu"]
+                .into_iter()
+                .map(|p| {
+                    std::fs::read_to_string(p)
+                        .map(|text| (p.to_string(), text))
+                        .with_context(|| format!("{p}: the fault drill's planted kernel"))
+                })
+                .collect::<anyhow::Result<_>>()?,
+        }),
+    };
     let evaluator = GpuEvaluator::start(GpuPlan {
         green_cases: GreenSuite::Quick.cases(),
         objective: vec![*problem],
         seed: 2026,
         timeout: Duration::from_secs(60),
         cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+        plant,
     })?;
     let target = evaluator.target();
     Ok((Box::new(evaluator), target))
@@ -244,8 +267,9 @@ struct Prepared {
 fn prepare(
     config: &ExperimentConfig,
     backend: Backend,
-    default_landscape: &Path,
+    args: &EvolveArgs,
 ) -> anyhow::Result<Prepared> {
+    let default_landscape = args.landscape.as_path();
     let backend = match backend {
         Backend::Auto if cuda_device_present() => Backend::Gpu,
         Backend::Auto => {
@@ -264,6 +288,9 @@ fn prepare(
     };
     match backend {
         Backend::Replay(dir) => {
+            if args.plant_faults.is_some() {
+                bail!("--plant-faults is a drill of the GPU worker; replay runs no kernel");
+            }
             let landscape = Landscape::load(&dir)?;
             println!("{}", landscape.banner());
             for w in &landscape.warnings {
@@ -286,7 +313,7 @@ fn prepare(
         }
         Backend::Gpu => {
             let problem = config.problem.unwrap_or_else(Problem::seed);
-            let (evaluator, target) = gpu_evaluator(&problem)?;
+            let (evaluator, target) = gpu_evaluator(&problem, args.plant_faults)?;
             if let Some(asked) = config.target.filter(|t| *t != target) {
                 bail!("experiment.toml asks for target {asked}, but this GPU is {target}");
             }
@@ -310,13 +337,13 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
     let (dir, config, prepared) = match &args.experiment {
         Some(dir) => {
             let config = resolve_config(&args, dir, &genomes)?;
-            let prepared = prepare(&config, config.backend(), &args.landscape)?;
+            let prepared = prepare(&config, config.backend(), &args)?;
             (dir.clone(), config, prepared)
         }
         None => {
             // The default name carries the device, known only once the backend is up.
             let fresh = config_from_args(&args, "pending", &genomes)?;
-            let prepared = prepare(&fresh, fresh.backend(), &args.landscape)?;
+            let prepared = prepare(&fresh, fresh.backend(), &args)?;
             let dir = PathBuf::from("experiments").join(format!(
                 "{}-{}-{}-s{}",
                 today(),

@@ -98,6 +98,7 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         seed: args.seed,
         timeout: Duration::from_secs(args.timeout),
         cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+        plant: None,
     })?;
     let target = evaluator.target();
     let space = SearchSpace::sub(&plan.subspace, plan.problem.head_dim, target)

@@ -21,6 +21,10 @@ pub struct LineageArgs {
     /// The seeds' hand evolution v3 → v5 → v6a → v7a → fa2 with the seeds' own L4 figures.
     #[arg(long, conflicts_with = "experiment")]
     pub seeds: bool,
+    /// Write the lineage as JSON to this file (with --seeds: record the seeds' lineage as
+    /// an experiment that `evo replay` can re-measure).
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
     /// Folder of the named genomes (for --seeds).
     #[arg(long, default_value = "genomes")]
     pub genomes: PathBuf,
@@ -45,6 +49,10 @@ pub fn run(args: LineageArgs) -> anyhow::Result<()> {
             )
         })?
     };
+    if let Some(path) = &args.save {
+        lineage.save(path)?;
+        eprintln!("wrote {}", path.display());
+    }
     if let Some(svg) = &args.svg {
         write_svg(&lineage, svg)?;
         eprintln!("wrote {}", svg.display());

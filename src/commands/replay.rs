@@ -62,6 +62,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         seed: args.seed,
         timeout: Duration::from_secs(args.timeout),
         cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+        plant: None,
     })?;
     println!(
         "replaying {} node(s) of {} (recorded on {}) on {}; objective {problem}",

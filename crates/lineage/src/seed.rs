@@ -34,6 +34,9 @@ pub enum SeedLineageError {
     Lineage(#[from] LineageError),
 }
 
+/// The timing method of a figure quoted from the seeds' notes rather than measured here.
+pub const SEEDS_METHOD: &str = "seeds' record";
+
 /// The seeds' recorded figure for a named genome as an evaluation (one timing at the
 /// seed shape; the seeds recorded no spread, so min = median = max).
 pub fn seeds_record(name: &str, genome: &Genome) -> Option<Evaluation> {
@@ -52,7 +55,7 @@ pub fn seeds_record(name: &str, genome: &Genome) -> Option<Evaluation> {
             max_us: us,
             repeats: 1,
             launches_per_repeat: 1,
-            method: "seeds' record".into(),
+            method: SEEDS_METHOD.into(),
             tflops: problem.flops() / (us * 1e-6) / 1e12,
         }],
         resources: None,
