@@ -323,25 +323,59 @@ template <> struct VecOf<16> { typedef uint4 type; };
 // Copy rows [row0, row0+ROWS) of a [L, D] matrix into a shared tile, EVO_VEC_BYTES
 // per thread per step; rows >= L become zeros (so scores of padding keys are
 // finite before masking, and padding V rows contribute 0 * 0).
-template <int ROWS, bool ASYNC>
+// One chunk (EVO_VEC_BYTES) of row r, column c of the tile.
+template <bool ASYNC>
+__device__ __forceinline__ void load_chunk(elem_t* tile, const elem_t* __restrict__ g, int row0,
+                                           int L, int r, int c) {
+  typedef typename VecOf<kVec>::type vec_t;
+  const bool valid = row0 + r < L;
+  // An invalid row still needs a legal address: row 0 of this (b, h).
+  const elem_t* src = g + (size_t)(valid ? row0 + r : 0) * kD + c;
+  elem_t* dst = tile + tile_off(r, c);
+  if (ASYNC) {
+    cp_async<kVec>(dst, src, valid);
+  } else {
+    vec_t v = vec_t();
+    if (valid) v = *reinterpret_cast<const vec_t*>(src);
+    *reinterpret_cast<vec_t*>(dst) = v;
+  }
+}
+
+// NL loader threads, 0 <= ltid < NL. The chunk count and NL are compile-time,
+// so the copy is a fixed number of steps (fully unrolled when short: no
+// remainder loop or per-step branch), and when NL is a multiple of the chunks
+// per row each thread keeps one column and steps rows by NL / chunks-per-row.
+template <int ROWS, bool ASYNC, int NL>
 __device__ __forceinline__ void load_tile(elem_t* tile, const elem_t* __restrict__ g, int row0,
-                                          int L, int ltid, int nloaders) {
+                                          int L, int ltid) {
   constexpr int kElems = kVec / 2;
   constexpr int kChunksPerRow = kD / kElems;
-  typedef typename VecOf<kVec>::type vec_t;
-  for (int idx = ltid; idx < ROWS * kChunksPerRow; idx += nloaders) {
-    const int r = idx / kChunksPerRow;
-    const int c = (idx % kChunksPerRow) * kElems;
-    const bool valid = row0 + r < L;
-    // An invalid row still needs a legal address: row 0 of this (b, h).
-    const elem_t* src = g + (size_t)(valid ? row0 + r : 0) * kD + c;
-    elem_t* dst = tile + tile_off(r, c);
-    if (ASYNC) {
-      cp_async<kVec>(dst, src, valid);
-    } else {
-      vec_t v = vec_t();
-      if (valid) v = *reinterpret_cast<const vec_t*>(src);
-      *reinterpret_cast<vec_t*>(dst) = v;
+  constexpr int kTotal = ROWS * kChunksPerRow;
+  constexpr int kIters = (kTotal + NL - 1) / NL;
+  if constexpr (NL % kChunksPerRow == 0 && kIters <= 16) {
+    constexpr int kRowStep = NL / kChunksPerRow;
+    const int r0 = ltid / kChunksPerRow;
+    const int c = (ltid % kChunksPerRow) * kElems;
+    // unroll 4, not full: fully unrolled, ptxas spilled at the 255-register edge
+    // (D128 BM128/4 warps/BN64: 44 B) while 4 steps per iteration did not.
+#pragma unroll 4
+    for (int it = 0; it < kIters; ++it) {
+      if (kTotal % NL != 0 && r0 + it * kRowStep >= ROWS) break;
+      load_chunk<ASYNC>(tile, g, row0, L, r0 + it * kRowStep, c);
+    }
+  } else if constexpr (kIters <= 16) {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = ltid + it * NL;
+      if (kTotal % NL != 0 && idx >= kTotal) break;
+      load_chunk<ASYNC>(tile, g, row0, L, idx / kChunksPerRow, (idx % kChunksPerRow) * kElems);
+    }
+  } else {
+#pragma unroll 4
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = ltid + it * NL;
+      if (kTotal % NL != 0 && idx >= kTotal) break;
+      load_chunk<ASYNC>(tile, g, row0, L, idx / kChunksPerRow, (idx % kChunksPerRow) * kElems);
     }
   }
 }
@@ -356,10 +390,12 @@ __device__ __forceinline__ elem_t* v_tile(elem_t* kv, int stage) {
 // Issue K and V of KV tile `tile` into `stage` (the caller commits the group).
 __device__ __forceinline__ void issue_kv(elem_t* kv, int stage, const elem_t* __restrict__ K,
                                          const elem_t* __restrict__ V, int tile, int Lk,
-                                         int ltid, int nloaders) {
+                                         int ltid) {
+  // The loaders: the producer warps if any, else every thread.
+  constexpr int kLoaders = kProducers > 0 ? kProducers * 32 : kThreads;
   const int n0 = tile * kBN;
-  load_tile<kBN, EVO_CP_ASYNC != 0>(k_tile(kv, stage), K, n0, Lk, ltid, nloaders);
-  load_tile<kBN, EVO_CP_ASYNC != 0>(v_tile(kv, stage), V, n0, Lk, ltid, nloaders);
+  load_tile<kBN, EVO_CP_ASYNC != 0, kLoaders>(k_tile(kv, stage), K, n0, Lk, ltid);
+  load_tile<kBN, EVO_CP_ASYNC != 0, kLoaders>(v_tile(kv, stage), V, n0, Lk, ltid);
 }
 
 // ============================================================ 5. S = Q K^T into smem
@@ -908,8 +944,11 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
 #endif
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const bool consumer = warp < kWarps;
-  const int m0 = blockIdx.x * kBM;
+  const bool consumer = kProducers == 0 || warp < kWarps;  // compile-time true without producers
+  // Causal: the last query blocks see the most KV tiles; hand them out first
+  // (blocks are dispatched in blockIdx order), so the long ones do not form
+  // the tail of the grid.
+  const int m0 = (causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * kBM;
   const int bh = blockIdx.y;
   const int split = blockIdx.z;
   const elem_t* Qbh = Q + (size_t)bh * Lq * kD;
@@ -933,16 +972,21 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
   // ---- loaders: the producer warps if any, else every thread.
   const bool loader = kProducers > 0 ? !consumer : true;
   const int ltid = kProducers > 0 ? tid - kConsumerThreads : tid;
-  constexpr int kLoaders = kProducers > 0 ? kProducers * 32 : kThreads;
 
   // ---- Q once, by everyone. With cp.async and no producer warps every thread
   // is a loader, so Q goes out as its own cp.async group ahead of the K/V
   // prologue (its latency overlaps theirs; waiting for tile 0 implies it).
   // Otherwise Q is loaded with plain loads after the K/V prologue is issued.
   // Q is visible after the first barrier of the loop (or the one below).
+  // (On a register path too full to hold Q's fragments, the plain load keeps
+  // ptxas from spilling: measured at 255 registers, D128 BM128/4 warps.)
+#if EVO_P_REGS
+  constexpr bool kQAsync = EVO_CP_ASYNC && kProducers == 0 && kHoldQ;
+#else
   constexpr bool kQAsync = EVO_CP_ASYNC && kProducers == 0;
+#endif
   if (kQAsync) {
-    load_tile<kBM, true>(sQ, Qbh, m0, Lq, tid, kThreads);
+    load_tile<kBM, true, kThreads>(sQ, Qbh, m0, Lq, tid);
     cp_async_commit();
   }
 
@@ -1026,12 +1070,12 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
   if (loader) {
 #pragma unroll
     for (int p = 0; p < kStages - 1; ++p) {
-      if (p < nt) issue_kv(sKV, p, Kbh, Vbh, t_begin + p, Lk, ltid, kLoaders);
+      if (p < nt) issue_kv(sKV, p, Kbh, Vbh, t_begin + p, Lk, ltid);
       cp_async_commit();
     }
   }
 #endif
-  if (!kQAsync) load_tile<kBM, false>(sQ, Qbh, m0, Lq, tid, kThreads);
+  if (!kQAsync) load_tile<kBM, false, kThreads>(sQ, Qbh, m0, Lq, tid);
 #if EVO_P_REGS
   if constexpr (kHoldQ) {
     // Q's group is the oldest: at most STAGES-1 K/V groups may still be in flight.
@@ -1055,7 +1099,7 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
     __syncthreads();
     if (loader) {
       const int nxt = t + kStages - 1;
-      if (nxt < nt) issue_kv(sKV, nxt % kStages, Kbh, Vbh, t_begin + nxt, Lk, ltid, kLoaders);
+      if (nxt < nt) issue_kv(sKV, nxt % kStages, Kbh, Vbh, t_begin + nxt, Lk, ltid);
       cp_async_commit();
     }
     if (consumer) compute(t % kStages, t_begin + t);
@@ -1065,7 +1109,7 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
   for (int t = 0; t < nt; ++t) {
     __syncthreads();
     if (loader) {
-      issue_kv(sKV, 0, Kbh, Vbh, t_begin + t, Lk, ltid, kLoaders);
+      issue_kv(sKV, 0, Kbh, Vbh, t_begin + t, Lk, ltid);
       cp_async_commit();
       cp_async_wait<0>();
     }

@@ -167,3 +167,23 @@ fn missing_toolchain_exits_2_with_the_install_command() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn compile_cubin_info_is_a_cuda_elf_with_the_flags() {
+    let out = evo(
+        &[
+            "compile",
+            "genomes/v3.toml",
+            "--arch",
+            "sm_89",
+            "--emit",
+            "cubin-info",
+        ],
+        &[],
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("format: ELF, EM_CUDA"), "{text}");
+    assert!(text.contains("--gpu-architecture=sm_89"), "{text}");
+    assert!(text.contains("-DEVO_QK_MATH=0"), "{text}");
+}

@@ -10,10 +10,10 @@ use anyhow::{bail, Context};
 use evo_codegen::Toolchain;
 use evo_gates::baselines::{run_sdpa, torch_available};
 use evo_gates::compile::{compile_all, cublas_hybrid, load_family, variants_for, KernelSource};
-use evo_gates::green::{check_once, run_green, GreenOptions};
-use evo_gates::inputs::{launch_seed, Inputs};
+use evo_gates::evaluate::time_and_recheck;
+use evo_gates::green::{run_green_cached, GreenCache, GreenOptions};
 use evo_gates::report::{bench_table, green_table, Row};
-use evo_gates::{time_problem, AttentionKernel, Device, FastOptions, GreenSuite, TimingSuite};
+use evo_gates::{AttentionKernel, Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
 use evo_genome::{Dtype, GenomeFile, Problem};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -43,43 +43,51 @@ pub struct BenchArgs {
     pub json: Option<PathBuf>,
 }
 
-/// GREEN (quick suite), then FAST on each problem with a re-check after timing.
+/// GREEN (quick suite), then FAST on each problem the kernel supports (`runs[i]`), with
+/// a re-check after timing. The problem's index in the suite keys its inputs, so every
+/// kernel is timed on the same data.
+#[allow(clippy::too_many_arguments)]
 fn gate_and_time(
     kernel: &mut dyn AttentionKernel,
     id: Option<&str>,
     device: &str,
     problems: &[Problem],
+    runs: &[bool],
     seed: u64,
+    cache: &mut GreenCache,
     rows: &mut Vec<Row>,
 ) -> anyhow::Result<()> {
     let name = kernel.name().to_string();
     let cases = GreenSuite::Quick.cases();
-    let green = run_green(
+    let green = run_green_cached(
         kernel,
         &cases,
         GreenOptions {
             seed,
             stop_at_first_failure: true,
         },
+        cache,
     )?;
+    let green_rows: Vec<Row> = green
+        .cases
+        .iter()
+        .map(|c| Row::green(&name, id, device, c))
+        .collect();
+    rows.extend(green_rows.iter().cloned());
     if !green.passed() {
-        let failures: Vec<Row> = green
-            .cases
-            .iter()
-            .map(|c| Row::green(&name, id, device, c))
-            .collect();
-        eprint!("{}", green_table(&failures));
-        rows.extend(failures);
+        eprint!("{}", green_table(&green_rows));
         eprintln!("{name}: GREEN failed, not timed");
         return Ok(());
     }
-    let fast = FastOptions::default();
+    let eval = EvalOptions {
+        seed,
+        fast: FastOptions::default(),
+    };
     for (n, p) in problems.iter().enumerate() {
-        let timing = time_problem(kernel, p, launch_seed(seed, 1000 + n, 0), &fast)?;
-        let check = check_once(
-            kernel,
-            &Inputs::random(p, launch_seed(seed, 2000 + n, 0), 1.0),
-        )?;
+        if !runs[n] {
+            continue;
+        }
+        let (timing, check) = time_and_recheck(kernel, p, n, &eval, cache)?;
         if let Some(f) = check.failure {
             rows.push(Row::not_run(
                 &name,
@@ -147,6 +155,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
 
     let mut rows = Vec::new();
+    let mut cache = GreenCache::default();
+    cache.prepare(args.seed, &GreenSuite::Quick.cases())?;
     for (source, variants) in sources.iter().zip(&built) {
         let id = source.genome().map(|g| g.id().to_string());
         if let Some(v) = variants.iter().find(|v| v.result.is_err()) {
@@ -159,23 +169,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             );
         }
         let mut family = load_family(&device, source.name(), variants)?;
-        let runnable: Vec<Problem> = problems
-            .iter()
-            .copied()
-            .filter(|p| family.supports(p))
-            .collect();
+        let runs: Vec<bool> = problems.iter().map(|p| family.supports(p)).collect();
         gate_and_time(
             &mut family,
             id.as_deref(),
             &dev,
-            &runnable,
+            &problems,
+            &runs,
             args.seed,
+            &mut cache,
             &mut rows,
         )?;
     }
     {
         let mut hybrid = cublas_hybrid(&tc, &device, target)?;
-        gate_and_time(&mut hybrid, None, &dev, &problems, args.seed, &mut rows)?;
+        gate_and_time(
+            &mut hybrid,
+            None,
+            &dev,
+            &problems,
+            &vec![true; problems.len()],
+            args.seed,
+            &mut cache,
+            &mut rows,
+        )?;
     }
     drop(device);
 
@@ -187,7 +204,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             "SDPA baselines skipped: `python3 -c 'import torch'` failed or torch sees no GPU"
         );
     } else {
-        for r in run_sdpa(&args.sdpa_script, &problems, args.seed)? {
+        // A broken torch install must not cost the table of everything else.
+        let sdpa = run_sdpa(&args.sdpa_script, &problems, args.seed).unwrap_or_else(|e| {
+            eprintln!("SDPA baselines failed, left out of the table: {e}");
+            Vec::new()
+        });
+        for r in sdpa {
             let kernel = format!("sdpa-{}", r.backend);
             if !baselines.contains(&kernel) {
                 baselines.push(kernel.clone());

@@ -10,10 +10,10 @@ use evo_codegen::Toolchain;
 use evo_gates::compile::{
     compile_all, load_family, resources, sample_sources, variants_for, KernelSource,
 };
-use evo_gates::green::{check_once, run_green, GreenOptions};
-use evo_gates::inputs::{launch_seed, Inputs};
+use evo_gates::evaluate::time_and_recheck;
+use evo_gates::green::{run_green_cached, GreenCache, GreenOptions};
 use evo_gates::report::{green_table, Row};
-use evo_gates::{time_problem, Device, FastOptions, GreenSuite, TimingSuite};
+use evo_gates::{Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
 use evo_genome::{Dtype, GenomeFile, Problem};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -95,8 +95,21 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         device.name()
     );
 
+    let start = Instant::now();
+    let mut cache = GreenCache::default();
+    cache.prepare(args.seed, &cases)?;
+    eprintln!(
+        "drew the inputs and computed the references of {} launches in {:.1} s",
+        cases.len() * evo_gates::green::LAUNCHES_PER_CASE,
+        start.elapsed().as_secs_f64()
+    );
+
+    let gpu_start = Instant::now();
     let dev = device.name().to_string();
-    let fast = FastOptions::default();
+    let eval = EvalOptions {
+        seed: args.seed,
+        fast: FastOptions::default(),
+    };
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for (n, (source, variants)) in sources.iter().zip(&built).enumerate() {
@@ -136,13 +149,14 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             };
             kernel_rows.push(Row::not_run(name, id, &dev, &c.problem, verdict, why));
         }
-        let green = run_green(
+        let green = run_green_cached(
             &mut family,
             &runnable,
             GreenOptions {
                 seed: args.seed,
                 stop_at_first_failure: false,
             },
+            &mut cache,
         );
         let mut passed = false;
         match green {
@@ -169,14 +183,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                 if !family.supports(problem) {
                     continue;
                 }
-                let timing = time_problem(
-                    &mut family,
-                    problem,
-                    launch_seed(args.seed, 1000 + t, 0),
-                    &fast,
-                );
-                let recheck = Inputs::random(problem, launch_seed(args.seed, 2000 + t, 0), 1.0);
-                match timing.and_then(|t| check_once(&mut family, &recheck).map(|c| (t, c))) {
+                match time_and_recheck(&mut family, problem, t, &eval, &mut cache) {
                     Ok((timing, check)) => {
                         if let Some(f) = check.failure {
                             passed = false;
@@ -242,6 +249,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             .with_context(|| format!("{}: cannot write", path.display()))?;
         eprintln!("wrote {} rows to {}", rows.len(), path.display());
     }
+    eprintln!("GPU part {:.1} s", gpu_start.elapsed().as_secs_f64());
     if !failed.is_empty() {
         bail!(
             "{} of {} kernels failed: {}",
@@ -251,10 +259,11 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         );
     }
     eprintln!(
-        "all {} kernels passed GREEN ({} cases each, seed {})",
+        "all {} kernels passed GREEN ({} cases each, seed {}); GPU part {:.1} s",
         sources.len(),
         cases.len(),
-        args.seed
+        args.seed,
+        gpu_start.elapsed().as_secs_f64()
     );
     Ok(())
 }

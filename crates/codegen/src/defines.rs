@@ -58,14 +58,15 @@ fn layout(l: SmemLayout) -> u32 {
 
 /// The macro definitions that instantiate the template for one genome.
 ///
-/// `reg_cap` is not among them: a register cap is a compiler flag
-/// (`--maxrregcount`, see [`crate::CompileOptions`]), not source.
+/// `reg_cap` is `EVO_MAX_REGS` (0 = no cap): the template declares the kernel
+/// `__maxnreg__(cap)` instead of `__launch_bounds__`, because ptxas lets the launch
+/// bounds override `--maxrregcount` and NVRTC rejects both attributes on one kernel.
 /// `EVO_SMEM_BYTES` is the genome crate's [`evo_genome::SmemPlan`] total; the
 /// template `static_assert`s that its own layout adds up to the same number.
 pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
     let g = genome;
     let flag = |b: bool| u32::from(b);
-    let list: [(&str, u32); 18] = [
+    let list: [(&str, u32); 19] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", flag(dtype == Dtype::Bf16)),
         ("EVO_QK_MATH", math(g.qk_math)),
@@ -83,6 +84,7 @@ pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_EXP2", flag(g.exp == ExpFn::Exp2)),
         ("EVO_SPLIT_KV", g.split_kv.get()),
         ("EVO_MIN_BLOCKS", g.min_blocks.get()),
+        ("EVO_MAX_REGS", g.reg_cap.get()),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(

@@ -25,7 +25,7 @@ pub use options::CompileOptions;
 pub use ptxas::{KernelResources, PtxasReport};
 pub use toolchain::{SearchPath, Toolchain};
 
-use evo_genome::{Dtype, Genome, HeadDim, RegCap, Target};
+use evo_genome::{Dtype, Genome, HeadDim, Target};
 use rayon::prelude::*;
 
 /// The attention kernel's entry point (`extern "C"`).
@@ -67,14 +67,10 @@ pub struct Compiled {
 }
 
 /// The NVRTC options a genome compiles with: its register cap, the ptxas report on.
-pub fn genome_options(genome: &Genome, target: Target) -> CompileOptions {
-    CompileOptions {
-        reg_cap: match genome.reg_cap {
-            RegCap::None => None,
-            cap => Some(cap.get()),
-        },
-        ..CompileOptions::new(target)
-    }
+pub fn genome_options(_genome: &Genome, target: Target) -> CompileOptions {
+    // The genome's register cap travels as EVO_MAX_REGS (see `defines`), not as
+    // --maxrregcount, which the kernel's launch bounds would override.
+    CompileOptions::new(target)
 }
 
 /// Compiles the template for one genome, after checking it against the validity rules.

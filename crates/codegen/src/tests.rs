@@ -40,6 +40,7 @@ fn fa2_defines_d64_f16() {
         ("EVO_EXP2", "1"),
         ("EVO_SPLIT_KV", "1"),
         ("EVO_MIN_BLOCKS", "1"),
+        ("EVO_MAX_REGS", "0"),
         ("EVO_SMEM_BYTES", "41728"),
     ]);
     assert_eq!(defines(&fa2(), HeadDim::D64, Dtype::F16), expected);
@@ -86,7 +87,7 @@ fn every_genome_gets_the_same_macro_names_in_the_same_order() {
             .collect()
     };
     assert_eq!(names(&fa2()), names(&Genome::baseline()));
-    assert_eq!(names(&fa2()).len(), 18);
+    assert_eq!(names(&fa2()).len(), 19);
 }
 
 #[test]
@@ -132,13 +133,14 @@ fn options_never_use_fast_math() {
 }
 
 #[test]
-fn genome_reg_cap_becomes_maxrregcount() {
+fn genome_reg_cap_becomes_a_macro_not_a_flag() {
     let mut g = fa2();
-    assert_eq!(genome_options(&g, Target::Sm90).reg_cap, None);
+    assert_eq!(defines(&g, HeadDim::D64, Dtype::F16).get("EVO_MAX_REGS"), Some("0"));
     g.reg_cap = RegCap::R128;
+    assert_eq!(defines(&g, HeadDim::D64, Dtype::F16).get("EVO_MAX_REGS"), Some("128"));
     let opts = genome_options(&g, Target::Sm90);
-    assert_eq!(opts.reg_cap, Some(128));
-    assert!(opts.build().contains(&"--maxrregcount=128".to_string()));
+    assert_eq!(opts.reg_cap, None);
+    assert!(opts.build().iter().all(|f| !f.contains("maxrregcount")));
 }
 
 fn resources(

@@ -38,14 +38,3 @@ pub enum GateError {
         source: std::io::Error,
     },
 }
-
-impl GateError {
-    /// True when the error came from running the kernel on the device (a fault, a
-    /// launch failure), which a search records as `runtime_failed`.
-    pub fn is_runtime(&self) -> bool {
-        matches!(
-            self,
-            GateError::Driver { .. } | GateError::Blas { .. } | GateError::Abi(_)
-        )
-    }
-}

@@ -8,9 +8,10 @@
 
 use crate::error::GateError;
 use crate::fast::{geometric_mean_us, time_problem, FastOptions};
-use crate::green::{check_once, run_green, GreenOptions};
-use crate::inputs::{launch_seed, Inputs};
+use crate::green::{check_against, run_green_cached, GreenCache, GreenOptions, LaunchCheck};
+use crate::inputs::launch_seed;
 use crate::kernel::AttentionKernel;
+use crate::outcome::Timing;
 use crate::outcome::{Evaluation, Resources, Status};
 use crate::suite::Case;
 use evo_genome::{Genome, Problem};
@@ -22,6 +23,9 @@ pub struct EvalOptions {
 }
 
 /// Evaluates `kernel` (the compiled `genome`): never fails, every failure is a status.
+/// `cache` holds GREEN's inputs and references; keep one per process and seed so the
+/// CPU reference is computed once, not once per candidate.
+#[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     kernel: &mut dyn AttentionKernel,
     genome: &Genome,
@@ -30,6 +34,7 @@ pub fn evaluate(
     green_cases: &[Case],
     objective: &[Problem],
     options: &EvalOptions,
+    cache: &mut GreenCache,
 ) -> Evaluation {
     let fail = |status, detail: String| Evaluation {
         resources,
@@ -38,13 +43,14 @@ pub fn evaluate(
     // A fault, a launch error or a broken ABI is the kernel's; a reference error would
     // be the gates', but it cannot be told apart from here, so both are recorded.
     let runtime = |e: GateError| fail(Status::RuntimeFailed, e.to_string());
-    let green = match run_green(
+    let green = match run_green_cached(
         kernel,
         green_cases,
         GreenOptions {
             seed: options.seed,
             stop_at_first_failure: true,
         },
+        cache,
     ) {
         Ok(r) => r,
         Err(e) => return runtime(e),
@@ -54,30 +60,20 @@ pub fn evaluate(
     }
     let mut timings = Vec::with_capacity(objective.len());
     for (n, problem) in objective.iter().enumerate() {
-        let timing = match time_problem(
-            kernel,
-            problem,
-            launch_seed(options.seed, 1000 + n, 0),
-            &options.fast,
-        ) {
-            Ok(t) => t,
-            Err(e) => return runtime(e),
-        };
-        let recheck = Inputs::random(problem, launch_seed(options.seed, 2000 + n, 0), 1.0);
-        match check_once(kernel, &recheck) {
-            Ok(c) if c.failure.is_none() => {}
-            Ok(c) => {
-                return fail(
-                    Status::GreenFailed,
-                    format!(
-                        "passed GREEN but failed the re-check after timing on {problem}: {}",
-                        c.failure.unwrap_or_default()
-                    ),
-                )
+        match time_and_recheck(kernel, problem, n, options, cache) {
+            Ok((timing, check)) => {
+                if let Some(f) = check.failure {
+                    return fail(
+                        Status::GreenFailed,
+                        format!(
+                            "passed GREEN but failed the re-check after timing on {problem}: {f}"
+                        ),
+                    );
+                }
+                timings.push(timing);
             }
             Err(e) => return runtime(e),
         }
-        timings.push(timing);
     }
     Evaluation {
         genome_id: genome.id(),
@@ -89,4 +85,21 @@ pub fn evaluate(
         resources,
         detail: String::new(),
     }
+}
+
+/// FAST on the `n`-th objective problem, then one checked launch on fresh inputs into
+/// a poisoned output. Both input sets come from `cache`, so every kernel of a run is
+/// timed and re-checked on the same data and the large shapes are drawn once.
+pub fn time_and_recheck(
+    kernel: &mut dyn AttentionKernel,
+    problem: &Problem,
+    n: usize,
+    options: &EvalOptions,
+    cache: &mut GreenCache,
+) -> Result<(Timing, LaunchCheck), GateError> {
+    let timing_inputs = cache.entry(launch_seed(options.seed, 1000 + n as u64, 0), problem, 1.0)?;
+    let timing = time_problem(kernel, &timing_inputs.0, &options.fast)?;
+    let recheck = cache.entry(launch_seed(options.seed, 2000 + n as u64, 0), problem, 1.0)?;
+    let check = check_against(kernel, &recheck.0, &recheck.1)?;
+    Ok((timing, check))
 }

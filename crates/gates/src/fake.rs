@@ -17,6 +17,8 @@ pub enum Behaviour {
     IgnoresCausal,
     HalfTheBatch,
     NoRunningMax,
+    /// Rows that see every key skip the last one (an off-by-one tile bound).
+    DropsLastKey,
     /// Correct on the first call, then hands back the first call's output.
     ReusesFirstResult,
     /// Correct, plus a bias of `f32` on every element.
@@ -80,7 +82,10 @@ fn attention(inputs: &Inputs, behaviour: Behaviour) -> Vec<u16> {
                 }
                 _ => {
                     let causal = p.causal && behaviour != Behaviour::IgnoresCausal;
-                    let visible = if causal { (i + 1).min(lk) } else { lk };
+                    let mut visible = if causal { (i + 1).min(lk) } else { lk };
+                    if behaviour == Behaviour::DropsLastKey && visible == lk && lk > 1 {
+                        visible -= 1;
+                    }
                     let s: Vec<f32> = (0..visible)
                         .map(|j| {
                             (0..d)
@@ -164,7 +169,7 @@ mod tests {
     use super::*;
     use crate::evaluate::{evaluate, EvalOptions};
     use crate::fast::{time_problem, FastOptions};
-    use crate::green::{run_green, GreenOptions};
+    use crate::green::{run_green, GreenCache, GreenOptions};
     use crate::outcome::Status;
     use crate::suite::{Case, LARGE_LOGIT_GAIN};
     use evo_genome::{Dtype, Genome, HeadDim};
@@ -261,6 +266,7 @@ mod tests {
         assert_rejected(Behaviour::HalfTheBatch, "never written");
         assert_rejected(Behaviour::NoRunningMax, "large-logits");
         assert_rejected(Behaviour::ReusesFirstResult, "launch 2 of 2");
+        assert_rejected(Behaviour::DropsLastKey, "relative Frobenius error");
         assert_rejected(Behaviour::Biased(0.05f32.to_bits()), "max abs error");
     }
 
@@ -309,7 +315,7 @@ mod tests {
     fn fast_uses_graphs_for_small_calls_and_falls_back_to_events() {
         let p = Problem::seed();
         let mut k = FakeKernel::new(Behaviour::Correct);
-        let t = time_problem(&mut k, &p, 1, &FastOptions::default()).unwrap();
+        let t = time_problem(&mut k, &Inputs::random(&p, 1, 1.0), &FastOptions::default()).unwrap();
         assert_eq!(t.method, "graph");
         assert!(
             (t.median_us - 20.0).abs() < 1e-9,
@@ -323,13 +329,13 @@ mod tests {
 
         let mut k = FakeKernel::new(Behaviour::Correct);
         k.graph_fails = true;
-        let t = time_problem(&mut k, &p, 1, &FastOptions::default()).unwrap();
+        let t = time_problem(&mut k, &Inputs::random(&p, 1, 1.0), &FastOptions::default()).unwrap();
         assert_eq!(t.method, "events");
         assert!((t.median_us - 24.0).abs() < 1e-9);
 
         let mut k = FakeKernel::new(Behaviour::Correct);
         k.call_us = 5000.0;
-        let t = time_problem(&mut k, &p, 1, &FastOptions::default()).unwrap();
+        let t = time_problem(&mut k, &Inputs::random(&p, 1, 1.0), &FastOptions::default()).unwrap();
         assert_eq!((t.method.as_str(), t.launches_per_repeat), ("events", 1));
         assert!(!k.timed_with.contains(&TimingMethod::Graph));
         assert_eq!(t.repeats, 20, "5 ms x 20 fits the default 4 s budget");
@@ -337,7 +343,7 @@ mod tests {
             budget_ms: 12.0,
             ..FastOptions::default()
         };
-        let t = time_problem(&mut k, &p, 1, &tight).unwrap();
+        let t = time_problem(&mut k, &Inputs::random(&p, 1, 1.0), &tight).unwrap();
         assert_eq!(t.repeats, 3, "over budget: never fewer than 3 repeats");
     }
 
@@ -361,6 +367,7 @@ mod tests {
             &small_suite(),
             &small_objective(),
             &opts,
+            &mut GreenCache::default(),
         );
         assert_eq!(e.status, Status::Ok, "{}", e.detail);
         assert!((e.score_us.unwrap() - 20.0).abs() < 1e-9);
@@ -375,6 +382,7 @@ mod tests {
             &small_suite(),
             &small_objective(),
             &opts,
+            &mut GreenCache::default(),
         );
         assert_eq!(e.status, Status::GreenFailed);
         assert!(e.detail.contains("causal"), "{}", e.detail);
@@ -423,6 +431,7 @@ mod tests {
             &small_suite(),
             &small_objective(),
             &opts,
+            &mut GreenCache::default(),
         );
         assert_eq!(e.status, Status::GreenFailed);
         assert!(

@@ -7,6 +7,9 @@
 //! graph is replayed instead: host launch gaps (several µs each) would otherwise be
 //! timed as kernel time. When the inputs fit in L2 the calls rotate among enough
 //! input sets to overflow it twice, so the numbers are not L2-resident best cases.
+//!
+//! A graph capture records the calls' arguments, so a captured graph is only replayed
+//! on the buffers it was captured with; the kernel drops it when its buffers change.
 
 use crate::error::GateError;
 use crate::inputs::Inputs;
@@ -76,15 +79,14 @@ pub fn input_sets(p: &Problem) -> usize {
         .clamp(1, MAX_INPUT_SETS as u64) as usize
 }
 
-/// Times `kernel` on `problem` (inputs drawn from `seed`).
+/// Times `kernel` on `inputs.problem` (the inputs copied into each rotated set).
 pub fn time_problem(
     kernel: &mut dyn AttentionKernel,
-    problem: &Problem,
-    seed: u64,
+    inputs: &Inputs,
     options: &FastOptions,
 ) -> Result<Timing, GateError> {
-    let inputs = Inputs::random(problem, seed, 1.0);
-    kernel.prepare_timing(&inputs, input_sets(problem))?;
+    let problem = &inputs.problem;
+    kernel.prepare_timing(inputs, input_sets(problem))?;
 
     // Warm-up: single calls until warmup_ms has passed on the device.
     let mut spent = 0.0;
@@ -93,26 +95,28 @@ pub fn time_problem(
         spent += kernel.time_calls(1, TimingMethod::Events)?;
         warm_calls += 1;
     }
-    // A call that already takes over 1 ms is estimated from the warm-up alone.
-    let estimate_ms = if spent / warm_calls as f64 >= 1.0 {
-        spent / warm_calls as f64
-    } else {
-        kernel.time_calls(10, TimingMethod::Events)? / 10.0
-    };
-    let mut method = if estimate_ms * 1e3 < options.graph_below_us {
-        TimingMethod::Graph
-    } else {
-        TimingMethod::Events
-    };
-    // Size a repeat with the chosen method itself (a graph call is shorter than an
-    // events call by the host gap). The first graph call captures and instantiates
-    // and is not counted; a kernel (or library) that cannot be captured is timed
-    // with events instead, and the timing says so.
+    // Events around host launches include the host's launch gaps (a few µs per kernel,
+    // far more per cuBLAS call), so a call is sized by replaying a graph of 10 calls:
+    // device time only. A call over 1 ms in the warm-up is already device-bound and is
+    // timed with events; so is a kernel (or library) that cannot be captured, and the
+    // timing says which method it got.
+    let warm_ms = spent / warm_calls as f64;
+    let mut method = TimingMethod::Events;
+    let mut estimate_ms = warm_ms;
+    if warm_ms < 1.0 {
+        let graphed = kernel
+            .time_calls(10, TimingMethod::Graph)
+            .and_then(|_| kernel.time_calls(10, TimingMethod::Graph));
+        match graphed {
+            Ok(ms) if ms / 10.0 * 1e3 < options.graph_below_us => {
+                method = TimingMethod::Graph;
+                estimate_ms = ms / 10.0;
+            }
+            _ => estimate_ms = kernel.time_calls(10, TimingMethod::Events)? / 10.0,
+        }
+    }
     let mut calls = ((options.min_repeat_ms / estimate_ms.max(1e-6)).ceil() as u32)
         .clamp(1, MAX_CALLS_PER_REPEAT);
-    if method == TimingMethod::Graph && kernel.time_calls(calls, TimingMethod::Graph).is_err() {
-        method = TimingMethod::Events;
-    }
     let repeat_ms = loop {
         let ms = kernel.time_calls(calls, method)?;
         if ms >= options.min_repeat_ms || calls == MAX_CALLS_PER_REPEAT {

@@ -10,6 +10,7 @@ use crate::device::Device;
 use crate::error::GateError;
 use crate::fast::{time_problem, FastOptions};
 use crate::green::{run_green, GreenOptions, GreenReport};
+use crate::inputs::Inputs;
 use crate::kernel::AttentionKernel;
 use crate::suite::GreenSuite;
 use evo_codegen::{compile_source, CompileOptions, Toolchain};
@@ -93,8 +94,8 @@ fn hand_written_kernels_get_their_expected_verdicts() {
         .collect();
     files.sort();
     assert!(
-        files.len() >= 8,
-        "expected the naive kernel and seven adversarial ones in {}",
+        files.len() >= 9,
+        "expected the naive kernel and eight adversarial ones in {}",
         dir.display()
     );
     let sources: Vec<KernelSource> = files
@@ -175,7 +176,12 @@ fn cublas_hybrid_passes_green_and_is_timed() {
     )
     .unwrap();
     assert!(report.passed(), "{}", report.failures());
-    let t = time_problem(&mut hybrid, &Problem::seed(), 1, &FastOptions::default()).unwrap();
+    let t = time_problem(
+        &mut hybrid,
+        &Inputs::random(&Problem::seed(), 1, 1.0),
+        &FastOptions::default(),
+    )
+    .unwrap();
     eprintln!(
         "cublas-hybrid {}: {:.2} µs ({}), {:.1} TFLOP/s",
         t.problem, t.median_us, t.method, t.tflops
@@ -217,7 +223,12 @@ fn the_naive_kernel_is_timed_over_rotating_inputs() {
         target,
     );
     let mut family = load_family(&device, "naive", &built[0]).unwrap();
-    let t = time_problem(&mut family, &p, 1, &FastOptions::default()).unwrap();
+    let t = time_problem(
+        &mut family,
+        &Inputs::random(&p, 1, 1.0),
+        &FastOptions::default(),
+    )
+    .unwrap();
     eprintln!(
         "naive {}: {:.2} µs ({} x{}), {:.2} TFLOP/s",
         p, t.median_us, t.method, t.launches_per_repeat, t.tflops

@@ -7,13 +7,16 @@
 //! against the candle reference are within the dtype's [`Tolerance`].
 
 use crate::error::GateError;
-use crate::inputs::{launch_seed, poison_bits, to_f32, Inputs};
+use crate::inputs::{case_key, launch_seed, poison_bits, to_f32, Inputs};
 use crate::kernel::AttentionKernel;
-use crate::reference::reference;
+use crate::reference::{reference, Reference};
 use crate::suite::Case;
 use crate::tolerance::{ErrorStats, Tolerance, Worst};
 use evo_genome::Problem;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Launches per case, each on new inputs.
 pub const LAUNCHES_PER_CASE: usize = 2;
@@ -115,16 +118,90 @@ pub fn run_green(
     cases: &[Case],
     options: GreenOptions,
 ) -> Result<GreenReport, GateError> {
+    run_green_cached(kernel, cases, options, &mut GreenCache::default())
+}
+
+/// The inputs and references of a run, drawn and computed once and shared by every
+/// kernel gated with the same seed (200 genomes x 24 launches would otherwise spend
+/// their time in the CPU reference). Each kernel still sees two different input sets
+/// per case, and each launch starts from a freshly poisoned output.
+#[derive(Default)]
+pub struct GreenCache {
+    entries: HashMap<(u64, Problem, u32), Arc<(Inputs, Reference)>>,
+}
+
+impl GreenCache {
+    /// The inputs and reference of launch `launch` of `case` (computed on first use).
+    pub fn get(
+        &mut self,
+        seed: u64,
+        case: &Case,
+        launch: usize,
+    ) -> Result<Arc<(Inputs, Reference)>, GateError> {
+        let key = Self::key(seed, case, launch);
+        self.entry(key.0, &case.problem, case.q_gain)
+    }
+
+    /// Inputs drawn from `input_seed` and their reference (computed on first use).
+    pub fn entry(
+        &mut self,
+        input_seed: u64,
+        problem: &Problem,
+        q_gain: f32,
+    ) -> Result<Arc<(Inputs, Reference)>, GateError> {
+        let key = (input_seed, *problem, q_gain.to_bits());
+        if let Some(hit) = self.entries.get(&key) {
+            return Ok(hit.clone());
+        }
+        let inputs = Inputs::random(problem, input_seed, q_gain);
+        let refs = reference(&inputs)?;
+        let entry = Arc::new((inputs, refs));
+        self.entries.insert(key, entry.clone());
+        Ok(entry)
+    }
+
+    fn key(seed: u64, case: &Case, launch: usize) -> (u64, Problem, u32) {
+        (
+            launch_seed(seed, case_key(&case.label()), launch),
+            case.problem,
+            case.q_gain.to_bits(),
+        )
+    }
+
+    /// Computes every launch of `cases` in parallel (rayon) ahead of the GPU work.
+    pub fn prepare(&mut self, seed: u64, cases: &[Case]) -> Result<(), GateError> {
+        let jobs: Vec<(usize, usize)> = (0..cases.len())
+            .flat_map(|n| (0..LAUNCHES_PER_CASE).map(move |l| (n, l)))
+            .filter(|&(n, l)| !self.entries.contains_key(&Self::key(seed, &cases[n], l)))
+            .collect();
+        let computed: Result<Vec<_>, GateError> = jobs
+            .par_iter()
+            .map(|&(n, l)| {
+                let case = &cases[n];
+                let key = Self::key(seed, case, l);
+                let inputs = Inputs::random(&case.problem, key.0, case.q_gain);
+                let refs = reference(&inputs)?;
+                Ok((key, Arc::new((inputs, refs))))
+            })
+            .collect();
+        self.entries.extend(computed?);
+        Ok(())
+    }
+}
+
+/// [`run_green`] with a cache shared across kernels.
+pub fn run_green_cached(
+    kernel: &mut dyn AttentionKernel,
+    cases: &[Case],
+    options: GreenOptions,
+    cache: &mut GreenCache,
+) -> Result<GreenReport, GateError> {
     let mut reports = Vec::with_capacity(cases.len());
-    for (n, case) in cases.iter().enumerate() {
+    for case in cases {
         let mut launches = Vec::with_capacity(LAUNCHES_PER_CASE);
         for launch in 0..LAUNCHES_PER_CASE {
-            let inputs = Inputs::random(
-                &case.problem,
-                launch_seed(options.seed, n, launch),
-                case.q_gain,
-            );
-            launches.push(check_once(kernel, &inputs)?);
+            let entry = cache.get(options.seed, case, launch)?;
+            launches.push(check_against(kernel, &entry.0, &entry.1)?);
         }
         let report = CaseReport {
             case: case.label(),
@@ -150,6 +227,16 @@ pub fn check_once(
     kernel: &mut dyn AttentionKernel,
     inputs: &Inputs,
 ) -> Result<LaunchCheck, GateError> {
+    let refs = reference(inputs)?;
+    check_against(kernel, inputs, &refs)
+}
+
+/// One launch on `inputs`, checked against a reference computed before.
+pub fn check_against(
+    kernel: &mut dyn AttentionKernel,
+    inputs: &Inputs,
+    refs: &Reference,
+) -> Result<LaunchCheck, GateError> {
     let out = kernel.run_once(inputs)?;
     let expected_len = inputs.problem.q_elems();
     if out.len() != expected_len {
@@ -160,12 +247,11 @@ pub fn check_once(
             inputs.problem
         )));
     }
-    let refs = reference(inputs)?;
-    Ok(judge(inputs, &out, &refs))
+    Ok(judge(inputs, &out, refs))
 }
 
 /// Applies the checks to an output (pure: the fake-device tests call it directly).
-pub fn judge(inputs: &Inputs, out: &[u16], refs: &crate::reference::Reference) -> LaunchCheck {
+pub fn judge(inputs: &Inputs, out: &[u16], refs: &Reference) -> LaunchCheck {
     let p = &inputs.problem;
     let (lq, d) = (p.q_len as usize, p.head_dim.get() as usize);
     let heads = p.heads as usize;

@@ -6,13 +6,23 @@
 //! wrong row or tile that the Frobenius norm would average away).
 //!
 //! Calibration (experiments/2026-11-22-h100-gates/README.md has the commands and the
-//! raw numbers): the 16-bit output rounding alone costs a relative error of about
-//! 2^-11/√3 ≈ 2.8e-4 (f16) and 2^-8/√3 ≈ 2.3e-3 (bf16); kernels that also round P
-//! to 16 bits before P·V (every tensor-core path, the cuBLAS hybrid, SDPA) roughly
-//! double that. The limits below sit at 4–10× the worst error seen from the trusted
-//! kernels (the scalar fp32 naive kernel, the cuBLAS hybrid, SDPA's cuDNN / flash /
-//! efficient backends) over the default suite, and far below what any wrong kernel
-//! produces (the adversarial kernels in tests/kernels/ all land above 5e-2).
+//! raw numbers; NVIDIA H100, default suite, seed 2026): the 16-bit output rounding
+//! alone costs a relative error of about 2^-11/√3 ≈ 2.8e-4 (f16) and 2^-8/√3 ≈ 2.3e-3
+//! (bf16), and that is what every trusted kernel shows — the scalar fp32 naive kernel
+//! (tests/kernels/naive.cu), the cuBLAS hybrid, the seven named genomes and SDPA's
+//! cuDNN / flash / efficient backends against a float64 reference:
+//!
+//! | dtype | worst rel. Frobenius | worst max abs | limit rel. Frobenius | limit max abs |
+//! |---|---|---|---|---|
+//! | f16  | 2.9e-4 | 1.7e-3 | 1.5e-3 | 1.0e-2 |
+//! | bf16 | 2.2e-3 | 1.2e-2 | 1.2e-2 | 5.0e-2 |
+//!
+//! The limits sit 4–6x above the worst trusted error (47 template kernels — the named
+//! genomes and 40 sampled ones — agree with the naive kernel to the last digit shown:
+//! the error is the output rounding). The max abs limit must exceed one output ulp at
+//! the largest |O| (about 4.5 on the large-logit cases, where one bf16 ulp is 1.6e-2). A kernel that drops one key of a thousand
+//! (tests/kernels/drop_last_key.cu) already fails; the other adversarial kernels
+//! miss by orders of magnitude.
 
 use evo_genome::Dtype;
 use serde::{Deserialize, Serialize};
@@ -29,12 +39,12 @@ impl Tolerance {
     pub fn for_dtype(dtype: Dtype) -> Tolerance {
         match dtype {
             Dtype::F16 => Tolerance {
-                rel_frob: 4e-3,
-                max_abs: 2e-2,
+                rel_frob: 1.5e-3,
+                max_abs: 1e-2,
             },
             Dtype::Bf16 => Tolerance {
-                rel_frob: 2.5e-2,
-                max_abs: 1e-1,
+                rel_frob: 1.2e-2,
+                max_abs: 5e-2,
             },
         }
     }
@@ -79,12 +89,13 @@ pub struct ErrorStats {
 impl ErrorStats {
     pub fn add(&mut self, at: (u32, u32, u32, u32), got: f32, expected: f32) {
         let diff = (got as f64 - expected as f64).abs();
+        // A NaN counts as an infinite error; the first one stays the worst.
+        let size = if diff.is_nan() { f64::INFINITY } else { diff };
         self.diff_sq += diff * diff;
         self.ref_sq += expected as f64 * expected as f64;
         self.compared += 1;
-        // `!(diff <= max)` also catches a NaN `got`, so the worst location is never lost.
-        if self.worst.is_none() || !within(diff, self.max_abs) {
-            self.max_abs = if diff.is_nan() { f64::INFINITY } else { diff };
+        if self.worst.is_none() || size > self.max_abs {
+            self.max_abs = size;
             self.worst = Some(Worst {
                 b: at.0,
                 h: at.1,

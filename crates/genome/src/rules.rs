@@ -218,7 +218,7 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
     let register_mma =
         g.p_path == Residence::Regs || (g.o_accum == Residence::Regs && g.pv_math == Math::Mma);
     let slice_rows = 16 * g.warps.get();
-    if register_mma && g.block_m.get() % slice_rows != 0 {
+    if register_mma && !g.block_m.get().is_multiple_of(slice_rows) {
         out.push(Violation {
             rule: Rule::WarpRowsPerSlice,
             detail: format!(
