@@ -2,9 +2,13 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
-# The pinned NVRTC that .ci/run installs into .nvrtc/, when present; an
+# Pinned: ptxas register counts move between releases, and the snapshots in
+# crates/codegen/tests/snapshots/ are this release's.
+nvrtc_version := "13.5.37"
+
+# The pinned NVRTC in .nvrtc/ (installed by the `nvrtc` recipe) when present; an
 # EVO_NVRTC_DIR already set in the environment wins, and empty means "search"
-# (CUDA_HOME, /usr/local/cuda, ...: see crates/codegen/src/toolchain.rs).
+# (CUDA_HOME, /usr/local/cuda, .nvrtc/ ...: see crates/codegen/src/toolchain.rs).
 export EVO_NVRTC_DIR := env("EVO_NVRTC_DIR", if path_exists(justfile_directory() / ".nvrtc") == "true" { justfile_directory() / ".nvrtc" } else { "" })
 
 # List the recipes
@@ -12,12 +16,60 @@ export EVO_NVRTC_DIR := env("EVO_NVRTC_DIR", if path_exists(justfile_directory()
 default:
     @just --list
 
+# Evolve kernels: on the GPU if there is one, else replay the recorded H100 landscape (says which on its first line)
+[group('search')]
+evolve *args:
+    cargo run --quiet -- evolve {{ args }}
+
+# Print an experiment's lineage: the evolution path from the root to the champion (e.g. `just lineage experiments/seed-lineage`)
+[group('search')]
+lineage experiment *args:
+    cargo run --quiet -- lineage {{ experiment }} {{ args }}
+
+# Gene-change insights of one or more experiments
+[group('search')]
+insights +experiments:
+    cargo run --quiet -- insights {{ experiments }}
+
+# Compare search strategies on the recorded landscape over 50 seeds
+[group('search')]
+strategies *args:
+    cargo run --quiet -- strategies {{ args }}
+
+# (The GPU recipes use the GPU machine's CUDA toolkit: CUDA_HOME or /usr/local/cuda.)
+
+# Re-measure an experiment's lineage on this GPU: then vs now (default: the seeds' hand evolution)
+[group('gpu')]
+replay experiment="experiments/seed-lineage" *args:
+    cargo run --quiet -- replay {{ experiment }} {{ args }}
+
+# Time the named genomes against the cuBLAS hybrid and PyTorch SDPA on the anchors suite (GPU)
+[group('gpu')]
+bench *args:
+    cargo run --quiet -- bench genomes/*.toml {{ args }}
+
+# GREEN then FAST on genomes or hand-written .cu files (GPU), e.g. `just gate genomes/fa2.toml`
+[group('gpu')]
+gate *args:
+    cargo run --quiet -- gate {{ args }}
+
+# The GPU test set: hand-written adversarial kernels, named genomes, cuBLAS hybrid, ABI errors
+[group('gpu')]
+gpu-test:
+    cargo test -p evo-gates --features gpu -- gpu_tests --test-threads=1
+
+# Measure every genome of a declared sub-space on this GPU (resumes an interrupted run)
+[group('gpu')]
+landscape plan="experiments/2026-11-22-h100-landscape/plan.toml" out="experiments/2026-11-22-h100-landscape":
+    cargo run --quiet -- landscape --plan {{ plan }} --out {{ out }}
+
 # Run every test on the CPU (NVRTC compiles, no GPU), then the compile sweep with its summary
 [group('test')]
-test:
+test: nvrtc
     #!/usr/bin/env bash
     # Both halves always run, so one failure does not hide another; the exit status is the first failure's.
     set -uo pipefail
+    export EVO_NVRTC_DIR="${EVO_NVRTC_DIR:-{{ justfile_directory() }}/.nvrtc}"
     tests=0 sweep=0
     cargo test --workspace --no-fail-fast -- --skip nvrtc_sweep_ || tests=$?
     cargo test -p evo-codegen --test compile nvrtc_sweep_ -- --nocapture || sweep=$?
@@ -39,10 +91,28 @@ ci: fmt-check clippy test
 
 # Compile a genome with NVRTC and print its ptxas report (e.g. `just compile genomes/fa2.toml --arch sm_89`)
 [group('kernels')]
-compile genome *args:
+compile genome *args: nvrtc
     cargo run --quiet -- compile {{ genome }} {{ args }}
 
 # Count the valid genomes per device and head dimension (e.g. `just space --target sm_90`)
 [group('kernels')]
 space *args:
     cargo run --quiet -- space {{ args }}
+
+# Install the pinned NVRTC and CUDA headers into .nvrtc/ (no GPU needed; skipped when present)
+[group('setup')]
+nvrtc:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cd "{{ justfile_directory() }}"
+    # An explicit EVO_NVRTC_DIR elsewhere is the user's choice.
+    if [ -n "${EVO_NVRTC_DIR:-}" ] && [ "$EVO_NVRTC_DIR" != "$PWD/.nvrtc" ]; then exit 0; fi
+    if [ "$(cat .nvrtc/VERSION 2>/dev/null)" = "{{ nvrtc_version }}" ]; then exit 0; fi
+    # A link to a shared install counts when it holds the pinned wheels.
+    if ls .nvrtc/nvidia_cuda_nvrtc-{{ nvrtc_version }}.dist-info >/dev/null 2>&1; then exit 0; fi
+    echo "installing NVRTC {{ nvrtc_version }} into .nvrtc/ (pip)" >&2
+    rm -rf .nvrtc
+    PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+      --no-warn-script-location --target .nvrtc "nvidia-cuda-nvrtc=={{ nvrtc_version }}" \
+      "nvidia-cuda-runtime=={{ nvrtc_version }}" "nvidia-cuda-crt=={{ nvrtc_version }}"
+    echo "{{ nvrtc_version }}" > .nvrtc/VERSION

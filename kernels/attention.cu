@@ -24,11 +24,6 @@
 #ifndef EVO_MAX_REGS
 #define EVO_MAX_REGS 0
 #endif
-// Optional: registers kept free beside the register path's state before Q's
-// fragments are held in registers too (section 1, kHoldQ). Tuning knob only.
-#ifndef EVO_HOLD_Q_MARGIN
-#define EVO_HOLD_Q_MARGIN 64
-#endif
 
 #if EVO_QK_MATH == 1 || EVO_PV_MATH == 1
 #include <mma.h>  // nvcuda::wmma, only where a WMMA path is compiled (needs crt/mma.h too)
@@ -101,14 +96,17 @@ constexpr int kSlices = kBM / (16 * kWarps);
 // every tile, when the per-thread budget leaves room for them next to O, S and
 // P. The budget is what __launch_bounds__ / EVO_MAX_REGS allow; the margin
 // covers addressing, K/V fragments and softmax temporaries (checked against
-// ptxas's report: no new spills over the valid space).
+// ptxas's report, sm_90: no uncapped register-path config of D, BLOCK_M/WARPS,
+// BLOCK_N, MIN_BLOCKS 1-2 started spilling; one that already spilled under a
+// 128-register cap spills a few percent more bytes).
 #if EVO_P_REGS
 constexpr int kRegLimitBlocks = (65536 / (kThreads * EVO_MIN_BLOCKS)) / 8 * 8;
 constexpr int kRegBudget0 = kRegLimitBlocks < 255 ? kRegLimitBlocks : 255;
 constexpr int kRegBudget = (EVO_MAX_REGS > 0 && EVO_MAX_REGS < kRegBudget0) ? EVO_MAX_REGS : kRegBudget0;
 constexpr int kStateRegs = kSlices * ((EVO_O_REGS ? kD / 2 : 0) + kBN / 2 + kBN / 4);
 constexpr int kQFragRegs = kSlices * kD / 4;
-constexpr bool kHoldQ = kStateRegs + kQFragRegs + EVO_HOLD_Q_MARGIN <= kRegBudget;
+constexpr int kHoldQMargin = 64;
+constexpr bool kHoldQ = kStateRegs + kQFragRegs + kHoldQMargin <= kRegBudget;
 constexpr int kQFrags = kHoldQ ? kD / 16 : 1;  // k16 steps held (1 = unused placeholder)
 #endif
 

@@ -8,3 +8,5 @@ mod cli_compile;
 mod util;
 // `evo evolve`, `lineage`, `insights`, `strategies` end to end on the synthetic landscape fixture.
 mod search;
+// `evo gate` and `evo bench`: argument errors and the no-GPU error (the gates run on GPU machines).
+mod cli_gate;

@@ -67,6 +67,9 @@ pub struct EvolveArgs {
     /// kernel costs only its own evaluation. GPU backend only; never for a real search.
     #[arg(long, value_name = "N")]
     pub plant_faults: Option<usize>,
+    /// Seconds the GPU worker may spend on one candidate before it is killed as hung.
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -78,6 +81,7 @@ pub struct EvolveArgs {
 fn gpu_evaluator(
     problem: &Problem,
     plant_faults: Option<usize>,
+    timeout: Duration,
 ) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
     let plant = match plant_faults {
         None => None,
@@ -97,7 +101,7 @@ fn gpu_evaluator(
         green_cases: GreenSuite::Quick.cases(),
         objective: vec![*problem],
         seed: 2026,
-        timeout: Duration::from_secs(60),
+        timeout,
         cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
         plant,
     })?;
@@ -313,7 +317,7 @@ fn prepare(
         }
         Backend::Gpu => {
             let problem = config.problem.unwrap_or_else(Problem::seed);
-            let (evaluator, target) = gpu_evaluator(&problem, args.plant_faults)?;
+            let (evaluator, target) = gpu_evaluator(&problem, args.plant_faults, Duration::from_secs(args.timeout))?;
             if let Some(asked) = config.target.filter(|t| *t != target) {
                 bail!("experiment.toml asks for target {asked}, but this GPU is {target}");
             }

@@ -1,0 +1,67 @@
+//! `evo gate` / `evo bench` from the command line, without a GPU: argument errors name
+//! the fix, and a machine without a driver gets the typed "no CUDA device" error (on a
+//! GPU machine the same calls run the gates and must pass).
+
+use crate::util::{evo, stderr, stdout};
+
+#[test]
+fn gate_without_kernels_says_what_to_pass() {
+    let out = evo(&["gate"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .contains("nothing to gate: name genome files, --source FILE.cu, or --sample N"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn gate_names_a_missing_source_file() {
+    let out = evo(
+        &["gate", "--source", "tests/kernels/no_such_kernel.cu"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("tests/kernels/no_such_kernel.cu: cannot read"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn unknown_suites_are_refused_by_the_parser() {
+    for args in [
+        &["gate", "genomes/v3.toml", "--suite", "huge"][..],
+        &["bench", "genomes/v3.toml", "--suite", "huge"][..],
+    ] {
+        let out = evo(args, &[]);
+        assert!(!out.status.success());
+        assert!(stderr(&out).contains("possible values"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn gate_on_a_genome_is_a_clear_no_device_error_or_a_pass() {
+    let out = evo(
+        &[
+            "gate",
+            "genomes/v6a.toml",
+            "--suite",
+            "quick",
+            "--time",
+            "none",
+        ],
+        &[],
+    );
+    let err = stderr(&out);
+    if err.contains("no CUDA device") {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(err.contains("GREEN and FAST need a GPU"), "{err}");
+    } else {
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("all 1 kernels passed GREEN"), "{err}");
+        assert!(stdout(&out).contains("v6a"), "{}", stdout(&out));
+    }
+}
