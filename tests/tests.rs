@@ -10,3 +10,5 @@ mod util;
 mod search;
 // `evo gate` and `evo bench`: argument errors and the no-GPU error (the gates run on GPU machines).
 mod cli_gate;
+// The recorded H100 champion: its genome, defines and lineage table as snapshots.
+mod champion;

@@ -240,3 +240,36 @@ fn the_naive_kernel_is_timed_over_rotating_inputs() {
     );
     assert_eq!(family.prepared(), Some(p));
 }
+
+/// The evolved champion's GREEN report on the default suite at a fixed seed, as a
+/// snapshot: verdicts, rows checked and the errors to two significant digits (no
+/// timing is part of GREEN). A template change that moves the champion's numerics
+/// shows up in review. Run on the GPU with `INSTA_WORKSPACE_ROOT` set to the checkout.
+#[test]
+fn champion_green_report_snapshot() {
+    let (device, tc, target) = setup();
+    let file = GenomeFile::load(&repo().join("genomes/champion-h100-seed.toml")).unwrap();
+    let source = KernelSource::Genome {
+        name: file.name,
+        genome: file.genes,
+    };
+    let report = green_over_default(&device, &tc, target, &[source]).remove(0);
+    let mut text = format!("{} (seed {})\n", report.kernel, report.seed);
+    for case in &report.cases {
+        for (n, l) in case.launches.iter().enumerate() {
+            text += &format!(
+                "{:<40} launch {} {:<4} rows {:>5}  rel {:.1e}  max abs {:.1e}  unwritten {}  nonfinite {}\n",
+                case.case,
+                n + 1,
+                if l.failure.is_none() { "pass" } else { "FAIL" },
+                l.rows_checked,
+                l.rel_frob,
+                l.max_abs,
+                l.unwritten,
+                l.nonfinite
+            );
+        }
+    }
+    assert!(report.passed(), "{}", report.failures());
+    insta::assert_snapshot!(text);
+}
