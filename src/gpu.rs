@@ -332,8 +332,9 @@ impl Runner {
                 failed(
                     Status::Timeout,
                     format!(
-                        "no answer within {:.0} s: the kernel hung (worker killed)",
-                        self.timeout.as_secs_f64()
+                        "no answer within {:.0} s while running {}: the kernel hung (worker killed)",
+                        self.timeout.as_secs_f64(),
+                        request.name
                     ),
                 )
             }
@@ -346,7 +347,7 @@ impl Runner {
                     .unwrap_or_else(|| "unknown status".into());
                 failed(
                     Status::RuntimeFailed,
-                    format!("the worker died during the evaluation ({code})"),
+                    format!("the worker died while running {} ({code})", request.name),
                 )
             }
         }

@@ -110,7 +110,7 @@ pub enum TimingSuite {
     /// The seed shape only: B1 H8 L512 D64 f16, not causal.
     Seed,
     /// B1 H8 L512 D64, B4 H16 L1024 D64, B2 H16 L4096 D128, each causal and not, f16
-    /// (the shapes of /work/shared/ANCHORS.md's SDPA table).
+    /// (the shapes PyTorch SDPA is measured at in experiments/2026-11-22-h100-bench).
     Anchors,
 }
 

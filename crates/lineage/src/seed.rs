@@ -3,7 +3,7 @@
 //!
 //! Each step's operators are the gene differences between consecutive named
 //! genomes. The seeds measured v3..v7a on an NVIDIA L4 at B1 H8 L512 D64 f16
-//! (/work/shared/ANCHORS.md); `fa2` is our template's genome of FlashAttention-2's
+//! (their own notes); `fa2` is our template's genome of FlashAttention-2's
 //! design, never measured by the seeds, so it stays unmeasured until replayed.
 
 use crate::graph::{Lineage, LineageError, LineageMeta, Node};
