@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 /// The first line a worker writes: which device it holds, or why it holds none.
@@ -353,8 +353,13 @@ impl Runner {
         }
     }
 
-    /// Runs prepared candidates through the worker, one at a time, in order.
-    pub fn run_prepared(&mut self, prepared: Vec<Prepared>) -> Vec<Evaluation> {
+    /// Runs prepared candidates through the worker, one at a time, in order, handing
+    /// each evaluation to `done` as soon as it exists.
+    pub fn run_prepared(
+        &mut self,
+        prepared: Vec<Prepared>,
+        done: &mut dyn FnMut(&Evaluation),
+    ) -> Vec<Evaluation> {
         prepared
             .into_iter()
             .map(|p| match p {
@@ -370,6 +375,7 @@ impl Runner {
                     eval
                 }
             })
+            .inspect(|eval| done(eval))
             .collect()
     }
 }
@@ -385,8 +391,7 @@ impl BatchCompiler {
                 genome: *g,
             })
             .collect();
-        let mut problems: Vec<Problem> =
-            self.plan.green_cases.iter().map(|c| c.problem).collect();
+        let mut problems: Vec<Problem> = self.plan.green_cases.iter().map(|c| c.problem).collect();
         problems.extend(&self.plan.objective);
         let variants = variants_for(&problems);
         let mut built = compile_all(&self.toolchain, &sources, &variants, self.target);
@@ -472,7 +477,12 @@ impl BatchCompiler {
             }
         }
         let has = |d: HeadDim, t: Dtype| files.iter().any(|f| (f.head_dim, f.dtype) == (d, t));
-        if let Some(p) = self.plan.objective.iter().find(|p| !has(p.head_dim, p.dtype)) {
+        if let Some(p) = self
+            .plan
+            .objective
+            .iter()
+            .find(|p| !has(p.head_dim, p.dtype))
+        {
             let why = genome
                 .violations(p.head_dim, self.target)
                 .iter()
@@ -537,8 +547,16 @@ impl Evaluator for GpuEvaluator {
     }
 
     fn evaluate(&mut self, batch: &[Genome]) -> Result<Vec<Evaluation>, EvaluatorError> {
+        self.evaluate_each(batch, &mut |_| {})
+    }
+
+    fn evaluate_each(
+        &mut self,
+        batch: &[Genome],
+        done: &mut dyn FnMut(&Evaluation),
+    ) -> Result<Vec<Evaluation>, EvaluatorError> {
         let prepared = self.compiler.compile_batch(batch);
-        Ok(self.runner.run_prepared(prepared))
+        Ok(self.runner.run_prepared(prepared, done))
     }
 
     fn describe(&self) -> String {
@@ -621,12 +639,11 @@ fn serve_one(
 ) -> Evaluation {
     let mut family = evo_gates::KernelFamily::new(&request.name);
     for v in &request.variants {
-        let loaded = read_cubin(&v.cubin)
-            .and_then(|cubin| {
-                device
-                    .load_attention(&request.name, &cubin)
-                    .map_err(anyhow::Error::from)
-            });
+        let loaded = read_cubin(&v.cubin).and_then(|cubin| {
+            device
+                .load_attention(&request.name, &cubin)
+                .map_err(anyhow::Error::from)
+        });
         match loaded {
             Ok(kernel) => family.add(v.head_dim, v.dtype, kernel),
             Err(e) => {
@@ -772,7 +789,10 @@ mod tests {
             Duration::from_secs(20),
         );
         assert_eq!(r.ask(&request()).status, Status::RuntimeFailed);
-        assert!(r.worker.is_none(), "a possibly poisoned context is not reused");
+        assert!(
+            r.worker.is_none(),
+            "a possibly poisoned context is not reused"
+        );
     }
 
     #[test]
@@ -785,11 +805,17 @@ mod tests {
             c = count.display()
         );
         let mut r = runner(&script, Duration::from_secs(20));
-        let first = r.run_prepared(vec![Prepared::Run(request())]);
-        assert!(first[0].detail.contains("re-timed before crowning"), "{}", first[0].detail);
+        let first = r.run_prepared(vec![Prepared::Run(request())], &mut |_| {});
+        assert!(
+            first[0].detail.contains("re-timed before crowning"),
+            "{}",
+            first[0].detail
+        );
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
         // Not faster than the confirmed best: no second timing.
-        r.run_prepared(vec![Prepared::Run(request())]);
+        let mut seen = 0;
+        r.run_prepared(vec![Prepared::Run(request())], &mut |_| seen += 1);
+        assert_eq!(seen, 1, "each evaluation is handed over as it completes");
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 3);
     }
 }

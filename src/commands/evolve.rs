@@ -14,7 +14,6 @@
 use crate::gpu::{GpuEvaluator, GpuPlan, Plant};
 use anyhow::{bail, Context};
 use evo_gates::GreenSuite;
-use std::time::Duration;
 use evo_genome::{GenomeFile, Problem, Target};
 use evo_lineage::{
     plot_best_so_far, render_insights, render_markdown, Lineage, LineageMeta, PlotError,
@@ -27,6 +26,7 @@ use evo_mutator::{
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The landscape `auto` replays without a GPU: recorded on the lent H100 by `evo landscape`.
 pub const DEFAULT_LANDSCAPE: &str = "experiments/2026-11-22-h100-landscape";
@@ -317,7 +317,11 @@ fn prepare(
         }
         Backend::Gpu => {
             let problem = config.problem.unwrap_or_else(Problem::seed);
-            let (evaluator, target) = gpu_evaluator(&problem, args.plant_faults, Duration::from_secs(args.timeout))?;
+            let (evaluator, target) = gpu_evaluator(
+                &problem,
+                args.plant_faults,
+                Duration::from_secs(args.timeout),
+            )?;
             if let Some(asked) = config.target.filter(|t| *t != target) {
                 bail!("experiment.toml asks for target {asked}, but this GPU is {target}");
             }

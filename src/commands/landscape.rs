@@ -52,8 +52,8 @@ struct Plan {
 }
 
 fn load_plan(path: &Path) -> anyhow::Result<Plan> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
     toml::from_str(&text).map_err(|e| {
         let (line, column) = e.span().map_or((1, 1), |s| line_col(&text, s.start));
         anyhow::anyhow!("{}:{line}:{column}: {}", path.display(), e.message().trim())
@@ -82,7 +82,9 @@ fn measured(path: &Path) -> anyhow::Result<(HashSet<GenomeId>, Option<String>)> 
 
 pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
     let plan = load_plan(&args.plan)?;
-    plan.problem.validate().map_err(|e| anyhow::anyhow!("{}: {e}", args.plan.display()))?;
+    plan.problem
+        .validate()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.plan.display()))?;
     let suite = GreenSuite::parse(&plan.green).with_context(|| {
         format!(
             "{}: green = \"{}\" is not a suite; use \"quick\" or \"default\"",
@@ -105,7 +107,12 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("{}: the sub-space", args.plan.display()))?;
     let points: Vec<Genome> = space
         .valid_points()
-        .with_context(|| format!("{}: the sub-space is too large to enumerate", args.plan.display()))?
+        .with_context(|| {
+            format!(
+                "{}: the sub-space is too large to enumerate",
+                args.plan.display()
+            )
+        })?
         .to_vec();
 
     let log_path = args.out.join(EVALUATIONS_FILE);
@@ -170,7 +177,10 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("{}: cannot open", log_path.display()))?;
     // Invalid points are part of the landscape too: recorded with the rule that excludes them.
     let device = evaluator.device();
-    for g in space.points().filter(|g| !space.is_valid(g) && !done.contains(&g.id())) {
+    for g in space
+        .points()
+        .filter(|g| !space.is_valid(g) && !done.contains(&g.id()))
+    {
         let why = g
             .violations(plan.problem.head_dim, target)
             .iter()
@@ -198,14 +208,24 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         });
         let mut n = 0usize;
         for prepared in rx {
-            for eval in runner.run_prepared(prepared) {
-                writeln!(log, "{}", serde_json::to_string(&eval)?)?;
-                log.flush()?;
+            let mut write_error = None;
+            runner.run_prepared(prepared, &mut |eval| {
+                let line = serde_json::to_string(eval).expect("evaluations serialize");
+                if let Err(e) = writeln!(log, "{line}").and_then(|_| log.flush()) {
+                    write_error.get_or_insert(e);
+                }
                 n += 1;
                 *counts.entry(eval.status).or_default() += 1;
-                if eval.is_ok() && best.as_ref().is_none_or(|b| eval.score_us < b.score_us) {
-                    best = Some(eval);
+                if eval.is_ok()
+                    && best
+                        .as_ref()
+                        .is_none_or(|b: &Evaluation| eval.score_us < b.score_us)
+                {
+                    best = Some(eval.clone());
                 }
+            });
+            if let Some(e) = write_error {
+                bail!("{}: cannot append: {e}", log_path.display());
             }
             let rate = n as f64 / start.elapsed().as_secs_f64().max(1e-9);
             eprintln!(

@@ -72,18 +72,24 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         evaluator.device()
     );
     let genomes: Vec<_> = nodes.iter().map(|n| n.genome).collect();
-    let now = evaluator
-        .evaluate(&genomes)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-
     let log_path = args.experiment.join("replays.jsonl");
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log_path)
         .with_context(|| format!("{}: cannot open", log_path.display()))?;
-    for e in &now {
-        writeln!(log, "{}", serde_json::to_string(e)?)?;
+    // Each measurement is on disk the moment it exists.
+    let mut write_error = None;
+    let now = evaluator
+        .evaluate_each(&genomes, &mut |e| {
+            let line = serde_json::to_string(e).expect("evaluations serialize");
+            if let Err(err) = writeln!(log, "{line}").and_then(|_| log.flush()) {
+                write_error.get_or_insert(err);
+            }
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(err) = write_error {
+        anyhow::bail!("{}: cannot append: {err}", log_path.display());
     }
 
     println!(

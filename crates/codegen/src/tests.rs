@@ -135,9 +135,15 @@ fn options_never_use_fast_math() {
 #[test]
 fn genome_reg_cap_becomes_a_macro_not_a_flag() {
     let mut g = fa2();
-    assert_eq!(defines(&g, HeadDim::D64, Dtype::F16).get("EVO_MAX_REGS"), Some("0"));
+    assert_eq!(
+        defines(&g, HeadDim::D64, Dtype::F16).get("EVO_MAX_REGS"),
+        Some("0")
+    );
     g.reg_cap = RegCap::R128;
-    assert_eq!(defines(&g, HeadDim::D64, Dtype::F16).get("EVO_MAX_REGS"), Some("128"));
+    assert_eq!(
+        defines(&g, HeadDim::D64, Dtype::F16).get("EVO_MAX_REGS"),
+        Some("128")
+    );
     let opts = genome_options(&g, Target::Sm90);
     assert_eq!(opts.reg_cap, None);
     assert!(opts.build().iter().all(|f| !f.contains("maxrregcount")));

@@ -31,6 +31,20 @@ pub trait Evaluator {
     fn toolchain(&self) -> String;
     /// One evaluation per genome, in the order given.
     fn evaluate(&mut self, batch: &[Genome]) -> Result<Vec<Evaluation>, EvaluatorError>;
+
+    /// As [`Evaluator::evaluate`], handing each evaluation to `done` as soon as it
+    /// exists, so the caller can record it before the rest of the batch has run (a
+    /// search killed mid-batch then loses nothing already measured). The default
+    /// reports them when the whole batch is back; slow evaluators override it.
+    fn evaluate_each(
+        &mut self,
+        batch: &[Genome],
+        done: &mut dyn FnMut(&Evaluation),
+    ) -> Result<Vec<Evaluation>, EvaluatorError> {
+        let evaluated = self.evaluate(batch)?;
+        evaluated.iter().for_each(&mut *done);
+        Ok(evaluated)
+    }
     /// One line saying what this evaluator is, for the first line of a run's output.
     fn describe(&self) -> String;
 }

@@ -301,13 +301,23 @@ fn evaluate_batch(
         let mut fresh = Vec::new().into_iter();
         if !misses.is_empty() {
             let start = clock.elapsed();
-            let evaluated =
-                evaluator
-                    .evaluate(&misses)
-                    .map_err(|source| SearchError::Evaluator {
-                        describe: evaluator.describe(),
-                        source,
-                    })?;
+            // Each fresh evaluation reaches the cache (flushed) the moment it exists.
+            let mut cache_error = None;
+            let evaluated = evaluator
+                .evaluate_each(&misses, &mut |e: &Evaluation| {
+                    if let Some(cache) = cache.as_deref_mut() {
+                        if let Err(err) = cache.insert(e.clone()) {
+                            cache_error.get_or_insert(err);
+                        }
+                    }
+                })
+                .map_err(|source| SearchError::Evaluator {
+                    describe: evaluator.describe(),
+                    source,
+                })?;
+            if let Some(err) = cache_error {
+                return Err(err.into());
+            }
             rate.time += clock.elapsed().saturating_sub(start);
             rate.count += misses.len();
             let in_order = evaluated.len() == misses.len()
@@ -326,13 +336,7 @@ fn evaluate_batch(
         for (candidate, hit) in chunk {
             let evaluation = match hit {
                 Some(e) => e,
-                None => {
-                    let e = fresh.next().expect("lengths checked above");
-                    if let Some(cache) = cache.as_deref_mut() {
-                        cache.insert(e.clone())?;
-                    }
-                    e
-                }
+                None => fresh.next().expect("lengths checked above"),
             };
             results.push((candidate.clone(), evaluation));
         }
