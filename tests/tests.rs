@@ -12,3 +12,5 @@ mod search;
 mod cli_gate;
 // The recorded H100 champion: its genome, defines and lineage table as snapshots.
 mod champion;
+// The GPU backend's commands without a GPU: clear messages, named plan errors.
+mod cli_gpu_backend;

@@ -9,7 +9,7 @@
 use crate::gpu::{GpuEvaluator, GpuPlan};
 use anyhow::{bail, Context};
 use evo_gates::{Evaluation, GreenSuite, Status};
-use evo_genome::{file::line_col, Genome, GenomeId, Problem};
+use evo_genome::{from_toml, Genome, GenomeId, Problem};
 use evo_mutator::landscape::{EVALUATIONS_FILE, META_FILE};
 use evo_mutator::{Evaluator, LandscapeMeta, SearchSpace, SubSpace};
 use serde::Deserialize;
@@ -54,10 +54,7 @@ struct Plan {
 fn load_plan(path: &Path) -> anyhow::Result<Plan> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("{}: cannot read", path.display()))?;
-    toml::from_str(&text).map_err(|e| {
-        let (line, column) = e.span().map_or((1, 1), |s| line_col(&text, s.start));
-        anyhow::anyhow!("{}:{line}:{column}: {}", path.display(), e.message().trim())
-    })
+    Ok(from_toml(&text, path)?)
 }
 
 /// Ids already measured in an earlier (killed) run, and the device they were measured on.

@@ -36,13 +36,8 @@ pub enum GenomeError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    #[error(transparent)]
+    Parse(#[from] TomlError),
     #[error("{path}: cannot write: {source}")]
     Write {
         path: PathBuf,
@@ -54,7 +49,7 @@ pub enum GenomeError {
 impl GenomeFile {
     /// Parses TOML text; `path` only labels errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<GenomeFile, GenomeError> {
-        toml::from_str(text).map_err(|e| parse_error(text, path, &e))
+        Ok(from_toml(text, path)?)
     }
 
     /// Reads and parses a genome file.
@@ -87,18 +82,29 @@ impl GenomeFile {
     }
 }
 
-/// Turns a toml error into one that names file, line, column and (in toml's message) the field.
-pub fn parse_error(text: &str, path: &Path, e: &toml::de::Error) -> GenomeError {
-    let (line, column) = match e.span() {
-        Some(span) => line_col(text, span.start),
-        None => (1, 1),
-    };
-    GenomeError::Parse {
-        path: path.to_path_buf(),
-        line,
-        column,
-        message: e.message().trim().to_string(),
-    }
+/// A TOML file that did not parse: the file, the line and column, and toml's message,
+/// which names the field. Every TOML file evo reads (genomes, experiments, landscapes,
+/// plans) reports its syntax and type errors through this one type.
+#[derive(Debug, Error)]
+#[error("{path}:{line}:{column}: {message}")]
+pub struct TomlError {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Parses TOML text into `T`; `path` only labels the error.
+pub fn from_toml<T: serde::de::DeserializeOwned>(text: &str, path: &Path) -> Result<T, TomlError> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        TomlError {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: e.message().trim().to_string(),
+        }
+    })
 }
 
 /// 1-based line and column of a byte offset.

@@ -13,7 +13,7 @@ pub mod rules;
 pub mod space;
 pub mod target;
 
-pub use file::{GenomeError, GenomeFile};
+pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
     ExpFn, Gene, Genome, KvLoad, Math, MinBlocks, ProducerWarps, RegCap, Residence, SmemLayout,
     SplitKv, Stages, Tile, VecBytes, Warps,

@@ -23,7 +23,7 @@
 use crate::search::Budget;
 use crate::space::SubSpace;
 use crate::strategy::{EvolutionParams, StrategyKind};
-use evo_genome::{file::line_col, Problem, Target};
+use evo_genome::{from_toml, Problem, Target, TomlError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -142,13 +142,8 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    #[error(transparent)]
+    Parse(#[from] TomlError),
     #[error("{path}:{line}: field `{field}`: {message}")]
     Invalid {
         path: PathBuf,
@@ -172,15 +167,7 @@ fn line_of(text: &str, key: &str) -> usize {
 impl ExperimentConfig {
     /// Parses and checks the text; `path` only labels errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<ExperimentConfig, ConfigError> {
-        let config: ExperimentConfig = toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
-            ConfigError::Parse {
-                path: path.to_path_buf(),
-                line,
-                column,
-                message: e.message().trim().to_string(),
-            }
-        })?;
+        let config: ExperimentConfig = from_toml(text, path)?;
         let invalid = |field: &str, message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
             line: line_of(text, field.rsplit('.').next().unwrap_or(field)),

@@ -11,7 +11,7 @@ use crate::cache::{read_json_lines, CacheError, CacheRecord, CacheScope};
 use crate::evaluator::{Evaluator, EvaluatorError};
 use crate::space::{SearchSpace, SpaceError, SubSpace};
 use evo_gates::Evaluation;
-use evo_genome::{file::line_col, Genome, GenomeId, Problem, Target};
+use evo_genome::{from_toml, Genome, GenomeId, Problem, Target, TomlError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -61,13 +61,8 @@ pub enum LandscapeError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    #[error(transparent)]
+    Parse(#[from] TomlError),
     #[error("{path}: {source}")]
     Space {
         path: PathBuf,
@@ -112,15 +107,7 @@ impl Landscape {
             path: meta_path.clone(),
             source,
         })?;
-        let meta: LandscapeMeta = toml::from_str(&text).map_err(|e| {
-            let (line, column) = e.span().map_or((1, 1), |s| line_col(&text, s.start));
-            LandscapeError::Parse {
-                path: meta_path.clone(),
-                line,
-                column,
-                message: e.message().trim().to_string(),
-            }
-        })?;
+        let meta: LandscapeMeta = from_toml(&text, &meta_path)?;
         let space = SearchSpace::sub(&meta.subspace, meta.problem.head_dim, meta.target).map_err(
             |source| LandscapeError::Space {
                 path: meta_path.clone(),

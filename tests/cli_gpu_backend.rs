@@ -1,0 +1,101 @@
+//! The GPU backend's commands on a machine without a GPU: a clear message and exit 2,
+//! never a panic; bad plan files named with line and field before any GPU is needed.
+
+use crate::util::{evo, stderr};
+
+/// These tests describe a machine without the NVIDIA driver (CI's); on a GPU machine the
+/// same commands would really run, which the GPU records cover instead.
+fn has_nvidia_driver() -> bool {
+    std::path::Path::new("/proc/driver/nvidia/gpus").exists()
+}
+
+fn assert_no_device_message(args: &[&str]) {
+    if has_nvidia_driver() {
+        eprintln!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let out = evo(args, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no CUDA device"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn landscape_without_a_gpu_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("landscape");
+    assert_no_device_message(&[
+        "landscape",
+        "--plan",
+        "experiments/2026-11-22-h100-landscape/plan.toml",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn replay_without_a_gpu_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "experiments/seed-lineage/lineage.json",
+        dir.path().join("lineage.json"),
+    )
+    .unwrap();
+    assert_no_device_message(&["replay", dir.path().to_str().unwrap()]);
+}
+
+#[test]
+fn evolve_on_the_gpu_backend_without_a_gpu_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp");
+    assert_no_device_message(&[
+        "evolve",
+        "--backend",
+        "gpu",
+        "--budget",
+        "4",
+        "--experiment",
+        exp.to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn a_malformed_landscape_plan_is_named_with_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, "green = \"quick\"\nnotes = 3\n").unwrap();
+    let out = evo(
+        &[
+            "landscape",
+            "--plan",
+            plan.to_str().unwrap(),
+            "--out",
+            dir.path().join("out").to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("plan.toml:2:9"), "{err}");
+    assert!(err.contains("expected a string"), "{err}");
+}
+
+#[test]
+fn the_fault_drill_refuses_the_replay_backend() {
+    let out = evo(
+        &[
+            "evolve",
+            "--backend",
+            "replay:experiments/2026-11-22-h100-landscape",
+            "--plant-faults",
+            "3",
+            "--budget",
+            "4",
+        ],
+        &[],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--plant-faults"), "{err}");
+}
