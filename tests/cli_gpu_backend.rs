@@ -99,3 +99,60 @@ fn the_fault_drill_refuses_the_replay_backend() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--plant-faults"), "{err}");
 }
+
+#[test]
+fn objective_flags_are_checked_before_any_gpu_is_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let replay = "replay:experiments/2026-11-22-h100-landscape";
+    // One experiment folder per run: a folder's experiment.toml is what it resumes.
+    let exp = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let (exp1, exp2, exp3) = (exp("a"), exp("b"), exp("c"));
+    let bad = evo(
+        &[
+            "evolve",
+            "--problem",
+            "1,8,512,512,96,f16",
+            "--experiment",
+            &exp1,
+        ],
+        &[],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("head_dim 96"), "{}", stderr(&bad));
+    let suite = evo(
+        &[
+            "evolve",
+            "--backend",
+            replay,
+            "--suite",
+            "anchors",
+            "--experiment",
+            &exp2,
+        ],
+        &[],
+    );
+    assert_eq!(suite.status.code(), Some(2));
+    assert!(
+        stderr(&suite).contains("suite objective needs the GPU backend"),
+        "{}",
+        stderr(&suite)
+    );
+    let other = evo(
+        &[
+            "evolve",
+            "--backend",
+            replay,
+            "--problem",
+            "1,8,512,512,64,f16,causal",
+            "--experiment",
+            &exp3,
+        ],
+        &[],
+    );
+    assert_eq!(other.status.code(), Some(2));
+    assert!(
+        stderr(&other).contains("replay can only answer its own problem"),
+        "{}",
+        stderr(&other)
+    );
+}

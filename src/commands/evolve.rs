@@ -13,8 +13,8 @@
 
 use crate::gpu::{GpuEvaluator, GpuPlan, Plant};
 use anyhow::{bail, Context};
-use evo_gates::GreenSuite;
-use evo_genome::{GenomeFile, Problem, Target};
+use evo_gates::{GreenSuite, TimingSuite};
+use evo_genome::{Dtype, GenomeFile, Problem, Target};
 use evo_lineage::{
     plot_best_so_far, render_insights, render_markdown, Lineage, LineageMeta, PlotError,
 };
@@ -67,6 +67,15 @@ pub struct EvolveArgs {
     /// kernel costs only its own evaluation. GPU backend only; never for a real search.
     #[arg(long, value_name = "N")]
     pub plant_faults: Option<usize>,
+    /// The objective shape, `B,H,Lq,Lk,D,dtype[,causal]` [default: the seed shape
+    /// 1,8,512,512,64,f16]. Replay answers only its landscape's own shape.
+    #[arg(long, value_name = "SPEC", conflicts_with = "suite")]
+    pub problem: Option<String>,
+    /// Score candidates by the geometric mean of their medians over a suite of shapes
+    /// instead (GPU backend): `anchors` = B1 H8 L512 D64, B4 H16 L1024 D64,
+    /// B2 H16 L4096 D128, each causal and not, f16.
+    #[arg(long, value_parser = ["anchors"])]
+    pub suite: Option<String>,
     /// Seconds the GPU worker may spend on one candidate before it is killed as hung.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
@@ -79,7 +88,7 @@ pub struct EvolveArgs {
 /// quick suite, plus every case of the objective's shape) and FAST in a child worker
 /// (see `crate::gpu`). The target is the GPU's own, whatever the config guessed.
 fn gpu_evaluator(
-    problem: &Problem,
+    objective: &[Problem],
     plant_faults: Option<usize>,
     timeout: Duration,
 ) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
@@ -99,7 +108,7 @@ fn gpu_evaluator(
     };
     let evaluator = GpuEvaluator::start(GpuPlan {
         green_cases: GreenSuite::Quick.cases(),
-        objective: vec![*problem],
+        objective: objective.to_vec(),
         seed: 2026,
         timeout,
         cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
@@ -251,7 +260,18 @@ fn config_from_args(
             minutes: args.minutes,
         },
         evolutionary,
-        problem: None,
+        problem: args
+            .problem
+            .as_deref()
+            .map(str::parse::<Problem>)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--problem {e}"))?,
+        suite: match args.suite.as_deref() {
+            Some(name) => TimingSuite::parse(name)
+                .expect("clap checked the suite")
+                .problems(Dtype::F16),
+            None => Vec::new(),
+        },
         target: None,
         subspace: None,
     };
@@ -261,11 +281,27 @@ fn config_from_args(
         .map_err(|e| anyhow::anyhow!("{e}").context("the command-line options are inconsistent"))
 }
 
-/// The evaluator, the space and the problem for a backend; prints the first line.
+/// The evaluator, the space and the objective for a backend; prints the first line.
 struct Prepared {
     evaluator: Box<dyn Evaluator>,
     space: SearchSpace,
-    problem: Problem,
+    /// One shape, or a suite scored by the geometric mean of its medians.
+    objective: Vec<Problem>,
+}
+
+/// The objective as cache keys and reports name it.
+fn objective_label(objective: &[Problem]) -> String {
+    match objective {
+        [one] => one.label(),
+        many => format!(
+            "geomean of {} shapes: {}",
+            many.len(),
+            many.iter()
+                .map(Problem::label)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    }
 }
 
 fn prepare(
@@ -295,6 +331,9 @@ fn prepare(
             if args.plant_faults.is_some() {
                 bail!("--plant-faults is a drill of the GPU worker; replay runs no kernel");
             }
+            if !config.suite.is_empty() {
+                bail!("a suite objective needs the GPU backend; a landscape answers only its own shape");
+            }
             let landscape = Landscape::load(&dir)?;
             println!("{}", landscape.banner());
             for w in &landscape.warnings {
@@ -312,13 +351,24 @@ fn prepare(
             Ok(Prepared {
                 evaluator: Box::new(LandscapeEvaluator::new(landscape)),
                 space,
-                problem,
+                objective: vec![problem],
             })
         }
         Backend::Gpu => {
-            let problem = config.problem.unwrap_or_else(Problem::seed);
+            let objective = if config.suite.is_empty() {
+                vec![config.problem.unwrap_or_else(Problem::seed)]
+            } else {
+                config.suite.clone()
+            };
+            // Valid at the largest head dim of the objective means valid at every one:
+            // shared memory and registers only grow with D.
+            let head_dim = objective
+                .iter()
+                .map(|p| p.head_dim)
+                .max()
+                .expect("not empty");
             let (evaluator, target) = gpu_evaluator(
-                &problem,
+                &objective,
                 args.plant_faults,
                 Duration::from_secs(args.timeout),
             )?;
@@ -327,13 +377,13 @@ fn prepare(
             }
             println!("{}", evaluator.describe());
             let space = match &config.subspace {
-                Some(sub) => SearchSpace::sub(sub, problem.head_dim, target)?,
-                None => SearchSpace::full(problem.head_dim, target),
+                Some(sub) => SearchSpace::sub(sub, head_dim, target)?,
+                None => SearchSpace::full(head_dim, target),
             };
             Ok(Prepared {
                 evaluator,
                 space,
-                problem,
+                objective,
             })
         }
         Backend::Auto => unreachable!("resolved above"),
@@ -366,16 +416,21 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
     let Prepared {
         mut evaluator,
         space,
-        problem,
+        objective,
     } = prepared;
     let device = evaluator.device();
-    if space.head_dim != problem.head_dim {
+    let largest = objective
+        .iter()
+        .map(|p| p.head_dim)
+        .max()
+        .expect("not empty");
+    if space.head_dim != largest {
         bail!(
-            "the search space is for D = {}, the problem for D = {}",
+            "the search space is for D = {}, the objective needs D = {largest}",
             space.head_dim,
-            problem.head_dim
         );
     }
+    let label = objective_label(&objective);
     let seeds = config
         .seeds
         .iter()
@@ -391,7 +446,7 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
 
     let scope = evo_mutator::CacheScope {
-        objective: problem.label(),
+        objective: label.clone(),
         device: device.clone(),
         template_hash: evaluator.template_hash(),
         toolchain: evaluator.toolchain(),
@@ -418,7 +473,7 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         meta: LineageMeta {
             title: config.name.clone(),
             device: device.clone(),
-            objective: problem.label(),
+            objective: label.clone(),
             strategy: config.strategy.to_string(),
             seed: Some(config.seed),
         },

@@ -172,6 +172,44 @@ impl Problem {
     }
 }
 
+/// Parses `B,H,Lq,Lk,D,dtype[,causal]`, e.g. `1,8,512,512,64,f16` or `2,16,4096,4096,128,bf16,causal`.
+impl std::str::FromStr for Problem {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Problem, String> {
+        const FORM: &str = "expected B,H,Lq,Lk,D,dtype[,causal], e.g. 1,8,512,512,64,f16";
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        if !(6..=7).contains(&parts.len()) {
+            return Err(format!("`{s}`: {FORM}"));
+        }
+        let int = |i: usize, name: &str| {
+            parts[i]
+                .parse::<u32>()
+                .map_err(|_| format!("`{s}`: {name} `{}` is not a number; {FORM}", parts[i]))
+        };
+        let dtype = match parts[5] {
+            "f16" => Dtype::F16,
+            "bf16" => Dtype::Bf16,
+            other => return Err(format!("`{s}`: dtype `{other}` is not f16 or bf16")),
+        };
+        let causal = match parts.get(6) {
+            None => false,
+            Some(&"causal") => true,
+            Some(other) => return Err(format!("`{s}`: `{other}` is not `causal`; {FORM}")),
+        };
+        let problem = Problem {
+            batch: int(0, "B")?,
+            heads: int(1, "H")?,
+            q_len: int(2, "Lq")?,
+            kv_len: int(3, "Lk")?,
+            head_dim: HeadDim::try_from(int(4, "D")?).map_err(|e| format!("`{s}`: {e}"))?,
+            dtype,
+            causal,
+        };
+        problem.validate().map(|()| problem)
+    }
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.label())

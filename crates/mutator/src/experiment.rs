@@ -117,6 +117,10 @@ pub struct ExperimentConfig {
     /// The objective; on replay the landscape's problem is used and this must match it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<Problem>,
+    /// A suite objective instead of one problem: the score is the geometric mean of the
+    /// medians over these shapes (GPU backend only; `problem` is then not used).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suite: Vec<Problem>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -204,6 +208,9 @@ impl ExperimentConfig {
         }
         if let Some(problem) = &config.problem {
             problem.validate().map_err(|m| invalid("problem", m))?;
+        }
+        for problem in &config.suite {
+            problem.validate().map_err(|m| invalid("suite", m))?;
         }
         Ok(config)
     }
