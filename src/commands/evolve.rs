@@ -287,6 +287,8 @@ struct Prepared {
     space: SearchSpace,
     /// One shape, or a suite scored by the geometric mean of its medians.
     objective: Vec<Problem>,
+    /// The measurements are a recorded landscape's, not this machine's.
+    replayed: bool,
 }
 
 /// The objective as cache keys and reports name it.
@@ -352,6 +354,7 @@ fn prepare(
                 evaluator: Box::new(LandscapeEvaluator::new(landscape)),
                 space,
                 objective: vec![problem],
+                replayed: true,
             })
         }
         Backend::Gpu => {
@@ -384,6 +387,7 @@ fn prepare(
                 evaluator,
                 space,
                 objective,
+                replayed: false,
             })
         }
         Backend::Auto => unreachable!("resolved above"),
@@ -399,12 +403,14 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             (dir.clone(), config, prepared)
         }
         None => {
-            // The default name carries the device, known only once the backend is up.
+            // The default name carries the device, known only once the backend is up,
+            // and says `replay` when the numbers are a recorded landscape's.
             let fresh = config_from_args(&args, "pending", &genomes)?;
             let prepared = prepare(&fresh, fresh.backend(), &args)?;
             let dir = PathBuf::from("experiments").join(format!(
-                "{}-{}-{}-s{}",
+                "{}-{}{}-{}-s{}",
                 today(),
+                if prepared.replayed { "replay-" } else { "" },
                 slug(&prepared.evaluator.device()),
                 fresh.strategy,
                 fresh.seed
@@ -417,6 +423,7 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         mut evaluator,
         space,
         objective,
+        ..
     } = prepared;
     let device = evaluator.device();
     let largest = objective
