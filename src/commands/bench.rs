@@ -9,12 +9,12 @@
 use anyhow::{bail, Context};
 use evo_codegen::Toolchain;
 use evo_gates::baselines::{run_sdpa, torch_available};
-use evo_gates::compile::{compile_all, cublas_hybrid, load_family, variants_for, KernelSource};
+use evo_gates::compile::{compile_all, cublas_hybrid, load_family, variants_for};
 use evo_gates::evaluate::time_and_recheck;
 use evo_gates::green::{run_green_cached, GreenCache, GreenOptions};
 use evo_gates::report::{bench_table, green_table, Row};
 use evo_gates::{AttentionKernel, Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
-use evo_genome::{Dtype, GenomeFile, Problem};
+use evo_genome::{Dtype, Problem};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -118,22 +118,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let problems = TimingSuite::parse(&args.suite)
         .expect("clap checked")
         .problems(dtype);
-    let mut sources = Vec::new();
-    for path in &args.genomes {
-        let f = GenomeFile::load(path)?;
-        sources.push(KernelSource::Genome {
-            name: f.name,
-            genome: f.genes,
-        });
-    }
-    for path in &args.sources {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
-        sources.push(KernelSource::File {
-            path: path.display().to_string(),
-            text,
-        });
-    }
+    let sources = super::gate::load_sources(&args.genomes, &args.sources)?;
     let device = Device::open(0)?;
     let target = device
         .target()

@@ -42,16 +42,17 @@ pub struct GateArgs {
     pub json: Option<PathBuf>,
 }
 
-pub fn run(args: GateArgs) -> anyhow::Result<()> {
+/// Genome files and hand-written `.cu` files as the gates' kernel sources, in order.
+pub fn load_sources(genomes: &[PathBuf], files: &[PathBuf]) -> anyhow::Result<Vec<KernelSource>> {
     let mut sources = Vec::new();
-    for path in &args.genomes {
+    for path in genomes {
         let f = GenomeFile::load(path)?;
         sources.push(KernelSource::Genome {
             name: f.name,
             genome: f.genes,
         });
     }
-    for path in &args.sources {
+    for path in files {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("{}: cannot read", path.display()))?;
         sources.push(KernelSource::File {
@@ -59,6 +60,11 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             text,
         });
     }
+    Ok(sources)
+}
+
+pub fn run(args: GateArgs) -> anyhow::Result<()> {
+    let mut sources = load_sources(&args.genomes, &args.sources)?;
     if sources.is_empty() && args.sample == 0 {
         bail!("nothing to gate: name genome files, --source FILE.cu, or --sample N");
     }
