@@ -131,7 +131,7 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         todo.truncate(limit);
     }
     println!(
-        "landscape: {} valid genomes in the sub-space ({} points), {} measured before, {} to \
+        "landscape: {} valid genomes in the sub-space ({} points), {} recorded before, {} to \
          measure now; {}",
         points.len(),
         space.size(),
