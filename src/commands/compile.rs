@@ -115,28 +115,7 @@ fn print_report(file: &GenomeFile, path: &str, args: &CompileArgs, tc: &Toolchai
         c.seconds
     );
     println!();
-    println!(
-        "{:<22} {:>9} {:>12} {:>11} {:>11} {:>11} {:>8}",
-        "entry",
-        "registers",
-        "spill_stores",
-        "spill_loads",
-        "stack_frame",
-        "smem_static",
-        "barriers"
-    );
-    for k in &c.report.kernels {
-        println!(
-            "{:<22} {:>9} {:>12} {:>11} {:>11} {:>11} {:>8}",
-            k.name,
-            k.registers,
-            k.spill_stores,
-            k.spill_loads,
-            k.stack_frame,
-            k.smem_static,
-            k.barriers
-        );
-    }
+    print!("{}", c.report);
     println!();
     println!(
         "dynamic shared memory {} bytes (EVO_SMEM_BYTES), {} threads per CTA",

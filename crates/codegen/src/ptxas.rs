@@ -104,6 +104,38 @@ impl PtxasReport {
     }
 }
 
+/// The resource table of `evo compile --emit report` and the snapshots: a header line,
+/// then one line per kernel entry.
+impl std::fmt::Display for PtxasReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{:<22} {:>9} {:>12} {:>11} {:>11} {:>11} {:>8}",
+            "entry",
+            "registers",
+            "spill_stores",
+            "spill_loads",
+            "stack_frame",
+            "smem_static",
+            "barriers"
+        )?;
+        for k in &self.kernels {
+            writeln!(
+                f,
+                "{:<22} {:>9} {:>12} {:>11} {:>11} {:>11} {:>8}",
+                k.name,
+                k.registers,
+                k.spill_stores,
+                k.spill_loads,
+                k.stack_frame,
+                k.smem_static,
+                k.barriers
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// `N` in a field `... N <unit>` (`Used 168 registers`, `used 1 barriers`, `0 bytes smem`).
 fn number_before(field: &str, unit: &str) -> Option<u32> {
     last_number(field.strip_suffix(unit)?)

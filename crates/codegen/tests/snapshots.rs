@@ -37,32 +37,7 @@ fn ptxas_report_of_named_genomes() {
             let c = compile_genome(&tc, &file.genes, HeadDim::D64, Dtype::F16, target)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             writeln!(text, "# {target} D64 f16").unwrap();
-            writeln!(
-                text,
-                "{:<22} {:>9} {:>12} {:>11} {:>11} {:>11} {:>8}",
-                "entry",
-                "registers",
-                "spill_stores",
-                "spill_loads",
-                "stack_frame",
-                "smem_static",
-                "barriers"
-            )
-            .unwrap();
-            for k in &c.report.kernels {
-                writeln!(
-                    text,
-                    "{:<22} {:>9} {:>12} {:>11} {:>11} {:>11} {:>8}",
-                    k.name,
-                    k.registers,
-                    k.spill_stores,
-                    k.spill_loads,
-                    k.stack_frame,
-                    k.smem_static,
-                    k.barriers
-                )
-                .unwrap();
-            }
+            write!(text, "{}", c.report).unwrap();
         }
         insta::with_settings!({ description => file.genes.summary() }, {
             insta::assert_snapshot!(text);
