@@ -26,7 +26,7 @@ pub struct BenchArgs {
     #[arg(long = "source", value_name = "FILE.cu")]
     pub sources: Vec<PathBuf>,
     /// The shapes: the seed shape, or B1 H8 L512 D64 / B4 H16 L1024 D64 / B2 H16 L4096 D128,
-    /// each causal and not.
+    /// each causal and not, and B1 H16 L8192 D128.
     #[arg(long, default_value = "anchors", value_parser = ["seed", "anchors"])]
     pub suite: String,
     #[arg(long, default_value = "f16", value_parser = ["f16", "bf16"])]

@@ -110,7 +110,7 @@ fn print_report(file: &GenomeFile, path: &str, args: &CompileArgs, tc: &Toolchai
     println!(
         "{}, template {} {}, compiled in {:.2} s",
         tc.label(),
-        evo_codegen::TEMPLATE_PATH,
+        evo_codegen::template_for(g).0,
         evo_codegen::template_hash(),
         c.seconds
     );

@@ -73,7 +73,7 @@ pub struct EvolveArgs {
     pub problem: Option<String>,
     /// Score candidates by the geometric mean of their medians over a suite of shapes
     /// instead (GPU backend): `anchors` = B1 H8 L512 D64, B4 H16 L1024 D64,
-    /// B2 H16 L4096 D128, each causal and not, f16.
+    /// B2 H16 L4096 D128, each causal and not, and B1 H16 L8192 D128, f16.
     #[arg(long, value_parser = ["anchors"])]
     pub suite: Option<String>,
     /// Seconds the GPU worker may spend on one candidate before it is killed as hung.

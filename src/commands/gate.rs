@@ -14,7 +14,7 @@ use evo_gates::evaluate::time_and_recheck;
 use evo_gates::green::{run_green_cached, GreenCache, GreenOptions};
 use evo_gates::report::{green_table, Row};
 use evo_gates::{Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
-use evo_genome::{Dtype, GenomeFile, Problem};
+use evo_genome::{Dtype, Family, GenomeFile, Problem};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -28,6 +28,9 @@ pub struct GateArgs {
     /// Also gate N genomes drawn uniformly from the valid space (valid at D64 and D128).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub sample: usize,
+    /// Draw the --sample genomes from one kernel family only.
+    #[arg(long, value_parser = ["ampere", "hopper"])]
+    pub family: Option<String>,
     /// GREEN's shape suite.
     #[arg(long, default_value = "default", value_parser = ["default", "quick"])]
     pub suite: String,
@@ -76,7 +79,18 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             device.compute_capability()
         )
     })?;
-    sources.extend(sample_sources(args.sample, args.seed, target));
+    let family = args.family.as_deref().map(|f| match f {
+        "hopper" => Family::Hopper,
+        _ => Family::Ampere,
+    });
+    let sampled = sample_sources(args.sample, args.seed, target, family);
+    if sampled.len() < args.sample {
+        bail!(
+            "--family {} has no genome valid at D64 and D128 on {target}",
+            args.family.as_deref().unwrap_or("")
+        );
+    }
+    sources.extend(sampled);
     let cases = GreenSuite::parse(&args.suite)
         .expect("clap checked the suite")
         .cases();

@@ -5,7 +5,9 @@
 //! --emit defines` prints it). The order is fixed (the order of the genes, then
 //! the derived sizes) so that option lists, logs and snapshots are stable.
 
-use evo_genome::{Dtype, ExpFn, Genome, HeadDim, KvLoad, Math, Residence, SmemLayout};
+use evo_genome::{
+    Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad, Math, Residence, SmemLayout, Switch,
+};
 use std::fmt;
 
 /// Macro definitions in the order they are passed to NVRTC.
@@ -66,6 +68,9 @@ fn layout(l: SmemLayout) -> u32 {
 pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
     let g = genome;
     let flag = |b: bool| u32::from(b);
+    if g.family == Family::Hopper {
+        return hopper_defines(g, head_dim, dtype);
+    }
     let list: [(&str, u32); 19] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", flag(dtype == Dtype::Bf16)),
@@ -85,6 +90,35 @@ pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_SPLIT_KV", g.split_kv.get()),
         ("EVO_MIN_BLOCKS", g.min_blocks.get()),
         ("EVO_MAX_REGS", g.reg_cap.get()),
+        ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
+    ];
+    Defines(
+        list.iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect(),
+    )
+}
+
+/// The macros of the Hopper template (`kernels/attention_sm90.cu`): only the genes
+/// that apply to the family.
+fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
+    let load = match g.hopper_load {
+        HopperLoad::Direct => 0,
+        HopperLoad::CpAsync => 1,
+        HopperLoad::Tma => 2,
+    };
+    let list: [(&str, u32); 12] = [
+        ("EVO_HEAD_DIM", head_dim.get()),
+        ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
+        ("EVO_BLOCK_N", g.block_n.get()),
+        ("EVO_CONSUMER_WGS", g.consumer_wgs.get()),
+        ("EVO_STAGES", g.stages.get()),
+        ("EVO_KV_LOAD", load),
+        ("EVO_EXP2", u32::from(g.exp == ExpFn::Exp2)),
+        ("EVO_SPLIT_KV", g.split_kv.get()),
+        ("EVO_PRODUCER_REGS", g.producer_regs.get()),
+        ("EVO_PINGPONG", u32::from(g.pingpong == Switch::On)),
+        ("EVO_OVERLAP", u32::from(g.softmax_overlap == Switch::On)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(

@@ -1,9 +1,10 @@
 //! Genome -> macro definitions -> NVRTC -> PTX, CUBIN and the ptxas resource report.
 //!
-//! There is one CUDA template, `kernels/attention.cu`, compiled into this crate as
+//! There is one CUDA template per kernel family, `kernels/attention.cu` (Ampere) and
+//! `kernels/attention_sm90.cu` (Hopper, built for sm_90a), compiled into this crate as
 //! text. A genome never becomes generated CUDA: it becomes a list of integer
-//! `-D EVO_*` macros ([`defines`]) that the template reads, so what runs is always
-//! a file a CUDA engineer can open, and a hand-written `.cu` with the same ABI
+//! `-D EVO_*` macros ([`defines`]) that its family's template reads, so what runs is
+//! always a file a CUDA engineer can open, and a hand-written `.cu` with the same ABI
 //! goes through the same path ([`compile_source`]).
 //!
 //! Compiles need NVRTC but no GPU: [`Toolchain::discover`] finds the headers and
@@ -25,7 +26,7 @@ pub use options::CompileOptions;
 pub use ptxas::{KernelResources, PtxasReport};
 pub use toolchain::{SearchPath, Toolchain};
 
-use evo_genome::{Dtype, Genome, HeadDim, Target};
+use evo_genome::{Dtype, Family, Genome, HeadDim, Target};
 use rayon::prelude::*;
 
 /// The attention kernel's entry point (`extern "C"`).
@@ -34,19 +35,37 @@ pub const ENTRY_FWD: &str = "evo_attention_fwd";
 pub const ENTRY_COMBINE: &str = "evo_attention_combine";
 /// `__constant__ int evo_geometry[6]`: launch geometry the host reads back from the module.
 pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
-/// The template's path relative to the repository root; also the NVRTC program
+/// The Ampere template's path relative to the repository root; also the NVRTC program
 /// name, so compiler messages read `kernels/attention.cu(LINE): error ...`.
 pub const TEMPLATE_PATH: &str = "kernels/attention.cu";
+/// The Hopper template's path (the NVRTC program name of Hopper genomes).
+pub const HOPPER_TEMPLATE_PATH: &str = "kernels/attention_sm90.cu";
 
-/// The CUDA template's text, as it was when this binary was built.
+/// The Ampere template's text, as it was when this binary was built.
 pub fn template_source() -> &'static str {
     include_str!("../../../kernels/attention.cu")
 }
 
-/// BLAKE3 of the template text, 16 hex digits: part of every evaluation's cache key,
-/// since the same genome is a different kernel under a different template.
+/// The Hopper template's text, as it was when this binary was built.
+pub fn hopper_template_source() -> &'static str {
+    include_str!("../../../kernels/attention_sm90.cu")
+}
+
+/// The template a genome is built from: (path, text).
+pub fn template_for(genome: &Genome) -> (&'static str, &'static str) {
+    match genome.family {
+        Family::Ampere => (TEMPLATE_PATH, template_source()),
+        Family::Hopper => (HOPPER_TEMPLATE_PATH, hopper_template_source()),
+    }
+}
+
+/// BLAKE3 of both templates' text, 16 hex digits: part of every evaluation's cache
+/// key, since the same genome is a different kernel under a different template.
 pub fn template_hash() -> String {
-    blake3::hash(template_source().as_bytes()).to_hex()[..16].to_string()
+    let mut h = blake3::Hasher::new();
+    h.update(template_source().as_bytes());
+    h.update(hopper_template_source().as_bytes());
+    h.finalize().to_hex()[..16].to_string()
 }
 
 /// Everything one successful compile produced.
@@ -66,11 +85,15 @@ pub struct Compiled {
     pub seconds: f64,
 }
 
-/// The NVRTC options a genome compiles with: its register cap, the ptxas report on.
-pub fn genome_options(_genome: &Genome, target: Target) -> CompileOptions {
+/// The NVRTC options a genome compiles with: the ptxas report on, and sm_90a for the
+/// Hopper family.
+pub fn genome_options(genome: &Genome, target: Target) -> CompileOptions {
     // The genome's register cap travels as EVO_MAX_REGS (see `defines`), not as
     // --maxrregcount, which the kernel's launch bounds would override.
-    CompileOptions::new(target)
+    CompileOptions {
+        arch_specific: genome.family == Family::Hopper,
+        ..CompileOptions::new(target)
+    }
 }
 
 /// Compiles the template for one genome, after checking it against the validity rules.
@@ -85,10 +108,11 @@ pub fn compile_genome(
     if !violations.is_empty() {
         return Err(CodegenError::Invalid(violations));
     }
+    let (path, text) = template_for(genome);
     compile_source(
         tc,
-        TEMPLATE_PATH,
-        template_source(),
+        path,
+        text,
         &defines(genome, head_dim, dtype),
         &genome_options(genome, target),
     )

@@ -14,6 +14,9 @@ pub struct CompileOptions {
     /// `--gpu-architecture=sm_XX`: a real architecture, so NVRTC produces a CUBIN
     /// and runs ptxas (whose `-v` report gives registers and spills).
     pub target: Target,
+    /// `sm_90a` instead of `sm_90`: the architecture-specific features (wgmma,
+    /// setmaxnreg) of the Hopper family. The CUBIN then runs on sm_90 parts only.
+    pub arch_specific: bool,
     /// `--maxrregcount=N`; `None` lets ptxas choose (up to 255).
     pub reg_cap: Option<u32>,
     /// `-I<dir>` for each, in order (the CUDA headers' directory among them).
@@ -29,6 +32,7 @@ impl CompileOptions {
     pub fn new(target: Target) -> CompileOptions {
         CompileOptions {
             target,
+            arch_specific: false,
             reg_cap: None,
             include_dirs: Vec::new(),
             verbose_ptxas: true,
@@ -42,8 +46,9 @@ impl CompileOptions {
     /// `ex2.approx.ftz` and flush denormals, making the `exp` gene's two alleles the
     /// same kernel and the GREEN tolerances meaningless.
     pub fn build(&self) -> Vec<String> {
+        let suffix = if self.arch_specific { "a" } else { "" };
         let mut flags = vec![
-            format!("--gpu-architecture={}", self.target.arch()),
+            format!("--gpu-architecture={}{suffix}", self.target.arch()),
             "--std=c++17".to_string(),
         ];
         if let Some(cap) = self.reg_cap {

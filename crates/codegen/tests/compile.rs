@@ -6,7 +6,8 @@
 
 use evo_codegen::*;
 use evo_genome::{
-    space, Dtype, Genome, GenomeFile, HeadDim, KvLoad, Math, RegCap, Target, VecBytes,
+    space, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad, Math, ProducerRegs,
+    RegCap, Switch, Target, VecBytes,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -66,6 +67,38 @@ fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
             ));
         }
     };
+    if g.family == Family::Hopper {
+        expect("wgmma.mma_async (hopper)", true, ptx.contains("wgmma.mma_async"));
+        expect("no mma.sync (hopper)", false, ptx.contains("mma.sync.aligned.m16n8k16"));
+        expect(
+            "cp.async.bulk.tensor (hopper_load = tma)",
+            g.hopper_load == HopperLoad::Tma,
+            ptx.contains("cp.async.bulk.tensor"),
+        );
+        expect(
+            "cp.async.cg 16-byte copies (hopper_load = cp_async)",
+            g.hopper_load == HopperLoad::CpAsync,
+            ptx.contains("cp.async.cg.shared.global"),
+        );
+        expect(
+            "setmaxnreg (producer_regs set)",
+            g.producer_regs != ProducerRegs::None,
+            ptx.contains("setmaxnreg"),
+        );
+        expect(
+            "named-barrier hand-over bar.arrive (pingpong = on)",
+            g.pingpong == Switch::On,
+            ptx.contains("bar.arrive"),
+        );
+        expect("mbarrier.try_wait", true, ptx.contains("mbarrier.try_wait"));
+        expect(
+            "the evo_tensor_maps constant (hopper_load = tma)",
+            g.hopper_load == HopperLoad::Tma,
+            all.contains("evo_tensor_maps"),
+        );
+        expect("sm_90a target", true, all.contains(".target sm_90a"));
+        return out;
+    }
     let uses = |m: Math| g.qk_math == m || g.pv_math == m;
     expect(
         "mma.sync.aligned.m16n8k16 (qk_math or pv_math = mma)",
@@ -216,6 +249,8 @@ fn nvrtc_sweep_named_genomes() {
                 for dtype in Dtype::ALL {
                     if file.genes.is_valid(d, target) {
                         jobs.push((file.genes, d, dtype, target));
+                    } else if file.genes.family == Family::Hopper {
+                        assert_eq!(target, Target::Sm89, "{} must be valid on sm_90", file.name);
                     } else {
                         assert_eq!(
                             d,
@@ -259,6 +294,28 @@ fn nvrtc_sweep_sampled_valid_genomes() {
         }
     }
     assert_no_failures(sweep("sampled", &jobs));
+}
+
+/// Every allele of every Hopper gene, each on the fa3 genome (the one gene changed),
+/// at both head dims and dtypes: the sampled sweep draws Hopper genomes too, but this
+/// one names each allele.
+#[test]
+fn nvrtc_sweep_hopper_alleles() {
+    let fa3 = GenomeFile::load(&genome_dir().join("fa3.toml")).expect("fa3.toml");
+    let mut jobs = Vec::new();
+    for gene in fa3.genes.genes() {
+        for allele in 0..gene.allele_count() {
+            let g = fa3.genes.with_allele(gene, allele);
+            for d in HeadDim::ALL {
+                let dtype = Dtype::ALL[allele % 2];
+                if g.is_valid(d, Target::Sm90) && !jobs.contains(&(g, d, dtype, Target::Sm90)) {
+                    jobs.push((g, d, dtype, Target::Sm90));
+                }
+            }
+        }
+    }
+    assert!(jobs.len() >= 40, "{} jobs", jobs.len());
+    assert_no_failures(sweep("hopper alleles", &jobs));
 }
 
 /// `reg_cap` must bound the forward kernel's registers: a cap that ptxas overrides

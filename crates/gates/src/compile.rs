@@ -10,7 +10,7 @@ use crate::outcome::Resources;
 use evo_codegen::{
     compile_genome, compile_source, CodegenError, CompileOptions, Compiled, Defines, Toolchain,
 };
-use evo_genome::{Dtype, Genome, HeadDim, Problem, Target};
+use evo_genome::{Dtype, Family, Genome, HeadDim, Problem, Target};
 use rayon::prelude::*;
 
 /// What a kernel family is built from.
@@ -67,36 +67,53 @@ impl KernelSource {
             KernelSource::Genome { genome, .. } => {
                 compile_genome(tc, genome, head_dim, dtype, target)
             }
+            // A hand-written kernel may use wgmma or setmaxnreg: on sm_90 it is built for
+            // sm_90a, which accepts everything plain sm_90 code does.
             KernelSource::File { path, text } => compile_source(
                 tc,
                 path,
                 text,
                 &abi_defines(head_dim, dtype),
-                &CompileOptions::new(target),
+                &CompileOptions {
+                    arch_specific: target == Target::Sm90,
+                    ..CompileOptions::new(target)
+                },
             ),
         }
     }
 }
 
 /// `n` genomes drawn uniformly from the valid space at both head dims (rejection
-/// sampling from the D64-valid ones), named `sampleNNN-<id>`, reproducible from `seed`.
-pub fn sample_sources(n: usize, seed: u64, target: Target) -> Vec<KernelSource> {
+/// sampling from the D64-valid ones), of one family or of both, named
+/// `sampleNNN-<id>`, reproducible from `seed`.
+pub fn sample_sources(
+    n: usize,
+    seed: u64,
+    target: Target,
+    family: Option<Family>,
+) -> Vec<KernelSource> {
     use rand::SeedableRng;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    (0..n)
-        .map(|i| {
-            let genome = loop {
-                let g = evo_genome::space::sample_valid(&mut rng, HeadDim::D64, target);
-                if g.is_valid(HeadDim::D128, target) {
-                    break g;
-                }
+    let draw = |rng: &mut rand_chacha::ChaCha8Rng| match family {
+        None => Some(evo_genome::space::sample_valid(rng, HeadDim::D64, target)),
+        Some(f) => evo_genome::space::sample_valid_in(rng, f, HeadDim::D64, target),
+    };
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let genome = loop {
+            let Some(g) = draw(&mut rng) else {
+                return out;
             };
-            KernelSource::Genome {
-                name: format!("sample{i:03}-{}", genome.id()),
-                genome,
+            if g.is_valid(HeadDim::D128, target) {
+                break g;
             }
-        })
-        .collect()
+        };
+        out.push(KernelSource::Genome {
+            name: format!("sample{i:03}-{}", genome.id()),
+            genome,
+        });
+    }
+    out
 }
 
 /// The two macros every kernel under the ABI is compiled with.
@@ -239,8 +256,8 @@ mod tests {
 
     #[test]
     fn samples_are_valid_at_both_head_dims_and_reproducible() {
-        let a = sample_sources(20, 4, Target::Sm90);
-        let b = sample_sources(20, 4, Target::Sm90);
+        let a = sample_sources(20, 4, Target::Sm90, None);
+        let b = sample_sources(20, 4, Target::Sm90, None);
         assert_eq!(a.len(), 20);
         for (x, y) in a.iter().zip(&b) {
             assert_eq!(x.name(), y.name());

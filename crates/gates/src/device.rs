@@ -29,6 +29,8 @@ use std::sync::Arc;
 pub const ENTRY_FWD: &str = "evo_attention_fwd";
 pub const ENTRY_COMBINE: &str = "evo_attention_combine";
 pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
+/// A kernel that loads through the copy engine exports this (kernels/ABI.md, "Tensor maps").
+pub const TENSOR_MAPS_SYMBOL: &str = "evo_tensor_maps";
 /// The hybrid baseline's softmax entry point.
 pub const ENTRY_SOFTMAX: &str = "evo_softmax_rows";
 
@@ -164,6 +166,26 @@ impl Device {
         } else {
             None
         };
+        let tensor_maps = match module.get_global(TENSOR_MAPS_SYMBOL, &self.stream) {
+            Err(_) => None,
+            Ok(symbol) => {
+                let raw: Vec<u8> = self
+                    .stream
+                    .clone_dtoh(&symbol)
+                    .map_err(driver(format!("reading {TENSOR_MAPS_SYMBOL} of {name}")))?;
+                if raw.len() < 16 {
+                    return Err(GateError::Abi(format!(
+                        "{name}: `{TENSOR_MAPS_SYMBOL}` is {} bytes, expected int[4] (16 bytes)",
+                        raw.len()
+                    )));
+                }
+                let ints: Vec<i32> = raw[..16]
+                    .chunks_exact(4)
+                    .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                Some(TensorMapSpec::from_ints(&ints).map_err(|m| GateError::Abi(format!("{name}: {m}")))?)
+            }
+        };
         if geometry.smem_bytes > 48 * 1024 {
             fwd.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -182,6 +204,8 @@ impl Device {
             fwd,
             combine,
             geometry,
+            tensor_maps,
+            maps: Vec::new(),
             buffers: None,
             graph: None,
         })
@@ -296,6 +320,99 @@ impl Geometry {
         }
         Ok(())
     }
+}
+
+/// The tensor maps a copy-engine kernel asks for in `evo_tensor_maps`: rows of the Q
+/// box, rows of the K/V box, elements per box row, swizzle bytes (kernels/ABI.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TensorMapSpec {
+    pub q_rows: u32,
+    pub kv_rows: u32,
+    pub box_cols: u32,
+    pub swizzle: u32,
+}
+
+impl TensorMapSpec {
+    /// From the four ints of `evo_tensor_maps`, refusing boxes the copy engine rejects.
+    pub fn from_ints(v: &[i32]) -> Result<TensorMapSpec, String> {
+        let rows_ok = |r: i32| (1..=256).contains(&r);
+        if !rows_ok(v[0]) || !rows_ok(v[1]) {
+            return Err(format!(
+                "{TENSOR_MAPS_SYMBOL} asks for boxes of {} (Q) and {} (K/V) rows; a box \
+                 has 1..=256 rows",
+                v[0], v[1]
+            ));
+        }
+        if v[2] != 64 || v[3] != 128 {
+            return Err(format!(
+                "{TENSOR_MAPS_SYMBOL} asks for {} elements per box row with a {}-byte swizzle; \
+                 evo builds 64-element (128-byte) rows with the 128-byte swizzle: declare \
+                 {{q_rows, kv_rows, 64, 128}}",
+                v[2], v[3]
+            ));
+        }
+        Ok(TensorMapSpec {
+            q_rows: v[0] as u32,
+            kv_rows: v[1] as u32,
+            box_cols: 64,
+            swizzle: 128,
+        })
+    }
+}
+
+/// A `CUtensorMap` passed by value as a `__grid_constant__` kernel parameter.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct TensorMapArg([u64; 16]);
+
+// SAFETY: a plain 128-byte, 64-byte-aligned value that the kernel reads as its
+// `const __grid_constant__ CUtensorMap` parameter (the driver copies the bytes).
+unsafe impl DeviceRepr for TensorMapArg {}
+
+/// Encodes the 3-D map (D, L, B*H) of one [B, H, L, D] tensor: boxes of
+/// `spec.box_cols` x `rows` x 1, 128-byte swizzle, zeros for elements past L (so the
+/// partial tile of a head never reads the next head's rows).
+fn encode_tensor_map(
+    base: u64,
+    p: &Problem,
+    len: u32,
+    rows: u32,
+    spec: &TensorMapSpec,
+) -> Result<TensorMapArg, GateError> {
+    use cudarc::driver::sys as cu;
+    let d = p.head_dim.get() as u64;
+    let dims = [d, len as u64, (p.batch * p.heads) as u64];
+    let strides = [d * 2, len as u64 * d * 2];
+    let boxes = [spec.box_cols, rows, 1u32];
+    let element_strides = [1u32; 3];
+    let dtype = match p.dtype {
+        Dtype::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        Dtype::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    };
+    let mut map = cu::CUtensorMap_st { opaque: [0; 16] };
+    // SAFETY: every pointer refers to a live local array of the length the rank (3)
+    // implies; `base` is a device allocation of B*H*len*D 16-bit elements.
+    let status = unsafe {
+        cu::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            3,
+            base as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    status.result().map_err(driver(format!(
+        "encoding a tensor map for {p} (box {}x{rows})",
+        spec.box_cols
+    )))?;
+    Ok(TensorMapArg(map.opaque))
 }
 
 fn ptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
@@ -438,6 +555,11 @@ pub struct LoadedKernel {
     fwd: CudaFunction,
     combine: Option<CudaFunction>,
     geometry: Geometry,
+    /// Set when the kernel loads through the copy engine: `evo_attention_fwd` then
+    /// takes the Q, K and V tensor maps first.
+    tensor_maps: Option<TensorMapSpec>,
+    /// The tensor maps of each input set (Q, K, V), encoded when the buffers are made.
+    maps: Vec<[TensorMapArg; 3]>,
     buffers: Option<(IoBuffers, Option<Workspace>)>,
     graph: Option<(u32, CudaGraph)>,
 }
@@ -445,6 +567,28 @@ pub struct LoadedKernel {
 impl LoadedKernel {
     pub fn geometry(&self) -> Geometry {
         self.geometry
+    }
+
+    /// The tensor maps the kernel asks for, if it loads through the copy engine.
+    pub fn tensor_map_spec(&self) -> Option<TensorMapSpec> {
+        self.tensor_maps
+    }
+
+    /// Encodes the tensor maps of every input set (a no-op for kernels without them).
+    fn encode_maps(&mut self) -> Result<(), GateError> {
+        self.maps.clear();
+        let (Some(spec), Some((io, _))) = (self.tensor_maps, &self.buffers) else {
+            return Ok(());
+        };
+        let p = io.problem;
+        for [q, k, v, _] in &io.sets {
+            self.maps.push([
+                encode_tensor_map(ptr(q, &self.stream), &p, p.q_len, spec.q_rows, &spec)?,
+                encode_tensor_map(ptr(k, &self.stream), &p, p.kv_len, spec.kv_rows, &spec)?,
+                encode_tensor_map(ptr(v, &self.stream), &p, p.kv_len, spec.kv_rows, &spec)?,
+            ]);
+        }
+        Ok(())
     }
 
     fn ensure_buffers(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
@@ -471,7 +615,7 @@ impl LoadedKernel {
             None
         };
         self.buffers = Some((io, ws));
-        Ok(())
+        self.encode_maps()
     }
 
     /// Poisons the split-KV workspace with NaN, so a combine that reads a slot the
@@ -523,6 +667,12 @@ impl LoadedKernel {
             shared_mem_bytes: g.smem_bytes,
         };
         let mut args = self.stream.launch_builder(&self.fwd);
+        if self.tensor_maps.is_some() {
+            let [mq, mk, mv] = self.maps.get(set).ok_or_else(|| {
+                GateError::Abi(format!("{}: no tensor maps for input set {set}", self.name))
+            })?;
+            args.arg(mq).arg(mk).arg(mv);
+        }
         args.arg(&pq)
             .arg(&pk)
             .arg(&pv)
@@ -535,7 +685,8 @@ impl LoadedKernel {
             .arg(&lk)
             .arg(&causal)
             .arg(&scale);
-        // SAFETY: the argument list is the ABI's (kernels/ABI.md): six device pointers
+        // SAFETY: the argument list is the ABI's (kernels/ABI.md): for a copy-engine
+        // kernel three tensor maps of this set's Q, K and V first; then six device pointers
         // (Q, K, V, O sized for this problem; ws sized split·B·H·Lq·D and split·B·H·Lq
         // floats, or null when split_kv is 1), five ints and a float; the grid is the
         // ABI's and was checked against the device limits in `Geometry::check`.

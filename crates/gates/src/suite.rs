@@ -109,8 +109,8 @@ impl GreenSuite {
 pub enum TimingSuite {
     /// The seed shape only: B1 H8 L512 D64 f16, not causal.
     Seed,
-    /// B1 H8 L512 D64, B4 H16 L1024 D64, B2 H16 L4096 D128, each causal and not, f16
-    /// (the shapes PyTorch SDPA is measured at in experiments/2026-11-22-h100-bench).
+    /// B1 H8 L512 D64, B4 H16 L1024 D64, B2 H16 L4096 D128, each causal and not, and
+    /// B1 H16 L8192 D128 (the shapes PyTorch SDPA is measured at in the anchors).
     Anchors,
 }
 
@@ -144,6 +144,15 @@ impl TimingSuite {
                         shape(2, 16, 4096, HeadDim::D128, causal),
                     ]
                 })
+                .chain([Problem {
+                    batch: 1,
+                    heads: 16,
+                    q_len: 8192,
+                    kv_len: 8192,
+                    head_dim: HeadDim::D128,
+                    dtype,
+                    causal: false,
+                }])
                 .collect(),
         }
     }
@@ -186,7 +195,7 @@ mod tests {
                 .unwrap()
                 .problems(Dtype::F16)
                 .len(),
-            6
+            7
         );
         assert_eq!(
             TimingSuite::Seed.problems(Dtype::F16),

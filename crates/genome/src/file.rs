@@ -9,8 +9,9 @@
 //! qk_math = "wmma"
 //! # ... every gene, none missing, none unknown
 //! ```
-//! Every gene must be present: a genome file is a complete design, and a gene
-//! silently defaulted would make two different kernels look the same.
+//! Every gene of the genome's family must be present: a genome file is a complete
+//! design, and a gene silently defaulted would make two different kernels look the
+//! same. A Hopper genome (`family = "hopper"`) may leave out the Ampere-only genes.
 
 use crate::genes::Genome;
 use serde::{Deserialize, Serialize};

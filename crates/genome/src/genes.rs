@@ -177,12 +177,60 @@ numeric! {
     RegCap { None => 0, R64 => 64, R96 => 96, R128 => 128, R168 => 168, R255 => 255 }
 }
 
+categorical! {
+    /// The kernel family: which template, and which genes apply (see [`Gene::applies`]).
+    Family {
+        /// `kernels/attention.cu`: scalar / WMMA / mma.sync math, any warp layout (sm_89, sm_90).
+        Ampere => "ampere",
+        /// `kernels/attention_sm90.cu`: wgmma, a producer warpgroup staging K/V into an
+        /// mbarrier ring, setmaxnreg (sm_90a only).
+        Hopper => "hopper",
+    }
+}
+
+numeric! {
+    /// Hopper: consumer warpgroups per CTA, 64 query rows each (block_m = 64 x this).
+    ConsumerWgs { C1 => 1, C2 => 2, C3 => 3 }
+}
+
+categorical! {
+    /// Hopper: how the producer warpgroup fills a K/V (and the Q) stage.
+    HopperLoad {
+        /// The copy engine: `cp.async.bulk.tensor` on host-built tensor maps, one thread,
+        /// 128-byte swizzle and zero fill done by the hardware.
+        Tma => "tma",
+        /// 128 producer threads with 16-byte `cp.async`, swizzled by address arithmetic.
+        CpAsync => "cp_async",
+        /// 128 producer threads with 16-byte loads and `st.shared`.
+        Direct => "direct",
+    }
+}
+
+categorical! {
+    /// A scheduling technique switched off or on.
+    Switch {
+        Off => "off",
+        On => "on",
+    }
+}
+
+numeric! {
+    /// Hopper: registers the producer warpgroup keeps under `setmaxnreg` (0: no
+    /// reallocation); the consumers take the rest (240 with 2 consumer warpgroups).
+    ProducerRegs { None => 0, R24 => 24, R32 => 32, R40 => 40 }
+}
+
 /// A complete kernel design: one allele per gene.
 ///
 /// The field order is the canonical gene order (see [`Gene::ALL`]); the
 /// canonical id hashes the allele indices in this order, never the TOML text.
+///
+/// Reading one ([`RawGenome`]): an Ampere genome must list its 16 genes (a gene
+/// silently defaulted would make two kernels look the same); a Hopper genome lists
+/// the genes of its family and may leave out the Ampere-only ones, which do not shape
+/// its kernel and take their baseline values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "RawGenome")]
 pub struct Genome {
     pub qk_math: Math,
     pub pv_math: Math,
@@ -201,6 +249,215 @@ pub struct Genome {
     #[serde(with = "reg_cap_serde")]
     pub reg_cap: RegCap,
     pub min_blocks: MinBlocks,
+    /// Added with the Hopper family; absent from older files, which are all Ampere.
+    /// Files and records leave genes at their default out, so an Ampere genome is
+    /// written with the 16 genes it always had.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub family: Family,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub consumer_wgs: ConsumerWgs,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub hopper_load: HopperLoad,
+    #[serde(default, skip_serializing_if = "is_default", with = "producer_regs_serde")]
+    pub producer_regs: ProducerRegs,
+    /// Hopper: consumer warpgroups take turns issuing their GEMMs (named barriers), so
+    /// one's softmax runs under another's GEMMs.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub pingpong: Switch,
+    /// Hopper: tile j+1's Q·Kᵀ is issued before tile j's P·V, and its softmax runs
+    /// while P·V is on the tensor cores.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub softmax_overlap: Switch,
+}
+
+impl Default for Switch {
+    fn default() -> Switch {
+        Switch::Off
+    }
+}
+
+/// A genome as written, before the family decides which genes must be present.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGenome {
+    qk_math: Option<Math>,
+    pv_math: Option<Math>,
+    p_path: Option<Residence>,
+    o_accum: Option<Residence>,
+    block_m: Option<Tile>,
+    block_n: Option<Tile>,
+    warps: Option<Warps>,
+    producer_warps: Option<ProducerWarps>,
+    kv_load: Option<KvLoad>,
+    stages: Option<Stages>,
+    smem_layout: Option<SmemLayout>,
+    vec_bytes: Option<VecBytes>,
+    exp: Option<ExpFn>,
+    split_kv: Option<SplitKv>,
+    reg_cap: Option<RegCapField>,
+    min_blocks: Option<MinBlocks>,
+    #[serde(default)]
+    family: Family,
+    #[serde(default)]
+    consumer_wgs: ConsumerWgs,
+    #[serde(default)]
+    hopper_load: HopperLoad,
+    #[serde(default)]
+    producer_regs: ProducerRegsField,
+    #[serde(default)]
+    pingpong: Switch,
+    #[serde(default)]
+    softmax_overlap: Switch,
+}
+
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct RegCapField(#[serde(with = "reg_cap_serde")] RegCap);
+
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct ProducerRegsField(#[serde(with = "producer_regs_serde")] ProducerRegs);
+
+impl TryFrom<RawGenome> for Genome {
+    type Error = String;
+
+    fn try_from(r: RawGenome) -> Result<Genome, String> {
+        let base = Genome::baseline();
+        let mut missing = Vec::new();
+        let hopper = r.family == Family::Hopper;
+        // A gene the family reads must be present; one it ignores may be left out.
+        let mut take = |gene: Gene, found: bool| {
+            if !found && (gene.applies(r.family) || !hopper) {
+                missing.push(gene.name());
+            }
+        };
+        take(Gene::QkMath, r.qk_math.is_some());
+        take(Gene::PvMath, r.pv_math.is_some());
+        take(Gene::PPath, r.p_path.is_some());
+        take(Gene::OAccum, r.o_accum.is_some());
+        take(Gene::BlockM, r.block_m.is_some());
+        take(Gene::BlockN, r.block_n.is_some());
+        take(Gene::Warps, r.warps.is_some());
+        take(Gene::ProducerWarps, r.producer_warps.is_some());
+        take(Gene::KvLoad, r.kv_load.is_some());
+        take(Gene::Stages, r.stages.is_some());
+        take(Gene::SmemLayout, r.smem_layout.is_some());
+        take(Gene::VecBytes, r.vec_bytes.is_some());
+        take(Gene::Exp, r.exp.is_some());
+        take(Gene::SplitKv, r.split_kv.is_some());
+        take(Gene::RegCap, r.reg_cap.is_some());
+        take(Gene::MinBlocks, r.min_blocks.is_some());
+        if !missing.is_empty() {
+            return Err(format!(
+                "missing field{} {} (a{} genome lists every gene of its family: {})",
+                if missing.len() > 1 { "s" } else { "" },
+                missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if hopper { " hopper" } else { "n ampere" },
+                Genome {
+                    family: r.family,
+                    ..base
+                }
+                .genes()
+                .iter()
+                .map(|g| g.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+            ));
+        }
+        Ok(Genome {
+            qk_math: r.qk_math.unwrap_or(base.qk_math),
+            pv_math: r.pv_math.unwrap_or(base.pv_math),
+            p_path: r.p_path.unwrap_or(base.p_path),
+            o_accum: r.o_accum.unwrap_or(base.o_accum),
+            block_m: r.block_m.unwrap_or(base.block_m),
+            block_n: r.block_n.unwrap_or(base.block_n),
+            warps: r.warps.unwrap_or(base.warps),
+            producer_warps: r.producer_warps.unwrap_or(base.producer_warps),
+            kv_load: r.kv_load.unwrap_or(base.kv_load),
+            stages: r.stages.unwrap_or(base.stages),
+            smem_layout: r.smem_layout.unwrap_or(base.smem_layout),
+            vec_bytes: r.vec_bytes.unwrap_or(base.vec_bytes),
+            exp: r.exp.unwrap_or(base.exp),
+            split_kv: r.split_kv.unwrap_or(base.split_kv),
+            reg_cap: r.reg_cap.map_or(base.reg_cap, |c| c.0),
+            min_blocks: r.min_blocks.unwrap_or(base.min_blocks),
+            family: r.family,
+            consumer_wgs: r.consumer_wgs,
+            hopper_load: r.hopper_load,
+            producer_regs: r.producer_regs.0,
+            pingpong: r.pingpong,
+            softmax_overlap: r.softmax_overlap,
+        })
+    }
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// `producer_regs` reads `"none"`, `0` or a register count; writes `"none"` or the number.
+mod producer_regs_serde {
+    use super::ProducerRegs;
+    use serde::{de::Error, Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Number(u32),
+        Word(String),
+    }
+
+    pub fn serialize<S: Serializer>(r: &ProducerRegs, s: S) -> Result<S::Ok, S::Error> {
+        match r {
+            ProducerRegs::None => "none".serialize(s),
+            other => other.get().serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ProducerRegs, D::Error> {
+        match Repr::deserialize(d)? {
+            Repr::Number(n) => ProducerRegs::try_from(n).map_err(D::Error::custom),
+            Repr::Word(w) if w == "none" => Ok(ProducerRegs::None),
+            Repr::Word(w) => Err(D::Error::custom(format!(
+                "\"{w}\" is not an allele of ProducerRegs; expected \"none\", 24, 32 or 40"
+            ))),
+        }
+    }
+}
+
+impl Default for Family {
+    fn default() -> Family {
+        Family::Ampere
+    }
+}
+
+/// The Hopper genes' values in an Ampere genome (and in files written before them).
+impl Default for ConsumerWgs {
+    fn default() -> ConsumerWgs {
+        ConsumerWgs::C2
+    }
+}
+
+impl Default for HopperLoad {
+    fn default() -> HopperLoad {
+        HopperLoad::Tma
+    }
+}
+
+impl Default for ProducerRegsField {
+    fn default() -> ProducerRegsField {
+        ProducerRegsField(ProducerRegs::None)
+    }
+}
+
+impl Default for ProducerRegs {
+    fn default() -> ProducerRegs {
+        ProducerRegs::None
+    }
 }
 
 /// `reg_cap` reads `"none"`, `0` or one of the caps; it writes `"none"` or the number.
@@ -253,11 +510,20 @@ pub enum Gene {
     SplitKv,
     RegCap,
     MinBlocks,
+    Family,
+    ConsumerWgs,
+    HopperLoad,
+    ProducerRegs,
+    Pingpong,
+    SoftmaxOverlap,
 }
+
+/// Number of genes.
+pub const GENES: usize = 22;
 
 impl Gene {
     /// All genes in canonical order.
-    pub const ALL: [Gene; 16] = [
+    pub const ALL: [Gene; GENES] = [
         Gene::QkMath,
         Gene::PvMath,
         Gene::PPath,
@@ -274,6 +540,12 @@ impl Gene {
         Gene::SplitKv,
         Gene::RegCap,
         Gene::MinBlocks,
+        Gene::Family,
+        Gene::ConsumerWgs,
+        Gene::HopperLoad,
+        Gene::ProducerRegs,
+        Gene::Pingpong,
+        Gene::SoftmaxOverlap,
     ];
 
     /// The field name used in TOML and reports.
@@ -295,6 +567,12 @@ impl Gene {
             Gene::SplitKv => "split_kv",
             Gene::RegCap => "reg_cap",
             Gene::MinBlocks => "min_blocks",
+            Gene::Family => "family",
+            Gene::ConsumerWgs => "consumer_wgs",
+            Gene::HopperLoad => "hopper_load",
+            Gene::ProducerRegs => "producer_regs",
+            Gene::Pingpong => "pingpong",
+            Gene::SoftmaxOverlap => "softmax_overlap",
         }
     }
 
@@ -314,7 +592,28 @@ impl Gene {
                 | Gene::KvLoad
                 | Gene::SmemLayout
                 | Gene::Exp
+                | Gene::Family
+                | Gene::HopperLoad
+                | Gene::Pingpong
+                | Gene::SoftmaxOverlap
         )
+    }
+
+    /// Whether the gene shapes a kernel of `family`. A gene that does not apply is
+    /// held at its baseline value by [`Genome::canonical`] and left out of the id:
+    /// the Hopper template has no warp layout, residence or load-width choice of the
+    /// Ampere kind (wgmma fixes them), and the Ampere template reads no Hopper gene.
+    pub fn applies(self, family: Family) -> bool {
+        match self {
+            Gene::Family => true,
+            Gene::BlockN | Gene::Stages | Gene::Exp | Gene::SplitKv => true,
+            Gene::ConsumerWgs
+            | Gene::HopperLoad
+            | Gene::ProducerRegs
+            | Gene::Pingpong
+            | Gene::SoftmaxOverlap => family == Family::Hopper,
+            _ => family == Family::Ampere,
+        }
     }
 
     /// Number of alleles.
@@ -347,6 +646,17 @@ impl Gene {
                 })
                 .collect(),
             Gene::MinBlocks => labels(MinBlocks::ALL),
+            Gene::Family => labels(Family::ALL),
+            Gene::ConsumerWgs => labels(ConsumerWgs::ALL),
+            Gene::HopperLoad => labels(HopperLoad::ALL),
+            Gene::ProducerRegs => ProducerRegs::ALL
+                .iter()
+                .map(|c| match c {
+                    ProducerRegs::None => "none".to_string(),
+                    c => c.to_string(),
+                })
+                .collect(),
+            Gene::Pingpong | Gene::SoftmaxOverlap => labels(Switch::ALL),
         }
     }
 }
@@ -383,6 +693,12 @@ impl Genome {
             Gene::SplitKv => index_of(SplitKv::ALL, &self.split_kv),
             Gene::RegCap => index_of(RegCap::ALL, &self.reg_cap),
             Gene::MinBlocks => index_of(MinBlocks::ALL, &self.min_blocks),
+            Gene::Family => index_of(Family::ALL, &self.family),
+            Gene::ConsumerWgs => index_of(ConsumerWgs::ALL, &self.consumer_wgs),
+            Gene::HopperLoad => index_of(HopperLoad::ALL, &self.hopper_load),
+            Gene::ProducerRegs => index_of(ProducerRegs::ALL, &self.producer_regs),
+            Gene::Pingpong => index_of(Switch::ALL, &self.pingpong),
+            Gene::SoftmaxOverlap => index_of(Switch::ALL, &self.softmax_overlap),
         }
     }
 
@@ -409,6 +725,12 @@ impl Genome {
             Gene::SplitKv => g.split_kv = SplitKv::ALL[index],
             Gene::RegCap => g.reg_cap = RegCap::ALL[index],
             Gene::MinBlocks => g.min_blocks = MinBlocks::ALL[index],
+            Gene::Family => g.family = Family::ALL[index],
+            Gene::ConsumerWgs => g.consumer_wgs = ConsumerWgs::ALL[index],
+            Gene::HopperLoad => g.hopper_load = HopperLoad::ALL[index],
+            Gene::ProducerRegs => g.producer_regs = ProducerRegs::ALL[index],
+            Gene::Pingpong => g.pingpong = Switch::ALL[index],
+            Gene::SoftmaxOverlap => g.softmax_overlap = Switch::ALL[index],
         }
         g
     }
@@ -419,12 +741,12 @@ impl Genome {
     }
 
     /// All allele indices in canonical gene order.
-    pub fn allele_indices(&self) -> [usize; 16] {
+    pub fn allele_indices(&self) -> [usize; GENES] {
         Gene::ALL.map(|g| self.allele_index(g))
     }
 
     /// Builds a genome from allele indices in canonical gene order.
-    pub fn from_allele_indices(indices: [usize; 16]) -> Genome {
+    pub fn from_allele_indices(indices: [usize; GENES]) -> Genome {
         let mut g = Genome::baseline();
         for (gene, idx) in Gene::ALL.into_iter().zip(indices) {
             g = g.with_allele(gene, idx);
@@ -434,8 +756,42 @@ impl Genome {
 
     /// Compute threads plus producer threads per CTA.
     pub fn threads(&self) -> u32 {
-        (self.warps.get() + self.producer_warps.get()) * 32
+        match self.family {
+            Family::Ampere => (self.warps.get() + self.producer_warps.get()) * 32,
+            Family::Hopper => (self.consumer_wgs.get() + 1) * 128,
+        }
     }
+
+    /// Query rows per CTA: block_m (Ampere), 64 per consumer warpgroup (Hopper).
+    pub fn rows_per_cta(&self) -> u32 {
+        match self.family {
+            Family::Ampere => self.block_m.get(),
+            Family::Hopper => 64 * self.consumer_wgs.get(),
+        }
+    }
+
+    /// The genes that shape this genome's kernel, in canonical order.
+    pub fn genes(&self) -> Vec<Gene> {
+        Gene::ALL
+            .into_iter()
+            .filter(|g| g.applies(self.family))
+            .collect()
+    }
+
+    /// The same kernel with every gene that does not apply to its family at its
+    /// baseline value: two genomes are the same kernel exactly when their canonical
+    /// forms are equal (and their ids, which hash only the genes that apply).
+    pub fn canonical(&self) -> Genome {
+        let base = Genome::baseline();
+        let mut g = *self;
+        for gene in Gene::ALL {
+            if !gene.applies(self.family) {
+                g = g.with_allele(gene, base.allele_index(gene));
+            }
+        }
+        g
+    }
+
 
     /// The genes on which two genomes differ, in canonical order.
     pub fn diff(&self, other: &Genome) -> Vec<Gene> {
@@ -464,6 +820,12 @@ impl Genome {
             split_kv: SplitKv::K1,
             reg_cap: RegCap::None,
             min_blocks: MinBlocks::B1,
+            family: Family::Ampere,
+            consumer_wgs: ConsumerWgs::C2,
+            hopper_load: HopperLoad::Tma,
+            producer_regs: ProducerRegs::None,
+            pingpong: Switch::Off,
+            softmax_overlap: Switch::Off,
         }
     }
 }

@@ -15,8 +15,9 @@ pub mod target;
 
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
-    ExpFn, Gene, Genome, KvLoad, Math, MinBlocks, ProducerWarps, RegCap, Residence, SmemLayout,
-    SplitKv, Stages, Tile, VecBytes, Warps,
+    ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, ProducerRegs,
+    ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps,
+    GENES,
 };
 pub use problem::{Dtype, HeadDim, Problem};
 pub use rules::{Rule, SmemPlan, Violation};
@@ -25,7 +26,11 @@ pub use target::Target;
 /// A stable identifier of a genome: a hash of its genes, not of any TOML text.
 ///
 /// Hashes `gene=allele;` pairs in canonical gene order, so reordering a file's
-/// lines or adding comments never changes the id; 16 hex digits of BLAKE3.
+/// lines or adding comments never changes the id; 16 hex digits of BLAKE3. Only the
+/// genes that apply to the genome's family are hashed ([`Gene::applies`]), so two
+/// genomes that are the same kernel share an id; an Ampere genome hashes its 16
+/// genes without naming the family, which keeps every id recorded before the Hopper
+/// family existed.
 #[derive(
     Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -43,7 +48,10 @@ impl Genome {
     pub fn id(&self) -> GenomeId {
         let mut hasher = blake3::Hasher::new();
         hasher.update(b"evo-genome-v1\n");
-        for gene in Gene::ALL {
+        for gene in self.genes() {
+            if gene == Gene::Family && self.family == Family::Ampere {
+                continue;
+            }
             hasher.update(gene.name().as_bytes());
             hasher.update(b"=");
             hasher.update(self.allele_label(gene).as_bytes());
@@ -68,8 +76,24 @@ impl Genome {
         SmemPlan::new(self, head_dim)
     }
 
-    /// One-line summary: `mma/mma P:regs O:regs 64x64 w4+p0 cp_async s2 swizzled v16 exp2 split1`.
+    /// One-line summary: `mma/mma P:regs O:regs 64x64 w4+p0 cp_async s2 swizzled v16 exp2 split1`,
+    /// or for the Hopper family `hopper wgmma 128x128 wg2 tma s2 exp2 split1 regs:24`.
     pub fn summary(&self) -> String {
+        if self.family == Family::Hopper {
+            return format!(
+                "hopper wgmma {}x{} wg{} {} s{} {} split{} regs:{} pingpong:{} overlap:{}",
+                self.rows_per_cta(),
+                self.block_n,
+                self.consumer_wgs,
+                self.hopper_load,
+                self.stages,
+                self.exp,
+                self.split_kv,
+                self.allele_label(Gene::ProducerRegs),
+                self.pingpong,
+                self.softmax_overlap
+            );
+        }
         format!(
             "{}/{} P:{} O:{} {}x{} w{}+p{} {} s{} {} v{} {} split{} cap:{} mb{}",
             self.qk_math,

@@ -6,7 +6,7 @@
 //! is named, explains itself, and says how to fix the genome. Anything the
 //! template merely lacks is a template bug, never a rule.
 
-use crate::genes::{Genome, Math, Residence, SmemLayout};
+use crate::genes::{ConsumerWgs, Family, Genome, Math, Residence, SmemLayout, Switch};
 use crate::problem::HeadDim;
 use crate::target::Target;
 use serde::{Deserialize, Serialize};
@@ -28,16 +28,22 @@ pub enum Rule {
     RegisterFile,
     /// The CTA's shared memory fits the device's per-block limit.
     SharedMemory,
+    /// wgmma, setmaxnreg and the tensor-memory copy engine exist on sm_90 only.
+    HopperNeedsSm90,
+    /// Ping-pong alternates the GEMMs of two or more consumer warpgroups.
+    PingpongNeedsTwoWarpgroups,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 6] = [
+    pub const ALL: [Rule; 8] = [
         Rule::PRegsNeedsMma,
         Rule::ORegsNeedsKnownLayout,
         Rule::SwizzleNeedsAddressedLoads,
         Rule::WarpRowsPerSlice,
         Rule::RegisterFile,
         Rule::SharedMemory,
+        Rule::HopperNeedsSm90,
+        Rule::PingpongNeedsTwoWarpgroups,
     ];
 
     pub fn name(self) -> &'static str {
@@ -48,6 +54,8 @@ impl Rule {
             Rule::WarpRowsPerSlice => "warp_rows_per_slice",
             Rule::RegisterFile => "register_file",
             Rule::SharedMemory => "shared_memory",
+            Rule::HopperNeedsSm90 => "hopper_needs_sm90",
+            Rule::PingpongNeedsTwoWarpgroups => "pingpong_needs_two_warpgroups",
         }
     }
 
@@ -76,6 +84,14 @@ impl Rule {
                  255 registers one thread can address"
             }
             Rule::SharedMemory => "the CTA's shared memory must fit the device's per-block limit",
+            Rule::HopperNeedsSm90 => {
+                "the Hopper family is built from wgmma, setmaxnreg and cp.async.bulk.tensor, \
+                 which only sm_90 (compiled as sm_90a) has"
+            }
+            Rule::PingpongNeedsTwoWarpgroups => {
+                "ping-pong hands the tensor cores from one consumer warpgroup to the next; \
+                 with one consumer warpgroup there is nobody to hand them to"
+            }
         }
     }
 }
@@ -114,6 +130,8 @@ impl fmt::Display for Violation {
 /// The kernel template computes the same layout from its macros and
 /// `static_assert`s that the total equals [`SmemPlan::total`], which the host
 /// passes as `EVO_SMEM_BYTES`: host and template cannot drift apart silently.
+/// For the Hopper family `stats` holds the mbarriers (256 bytes) and the 1024 bytes
+/// by which the dynamic base is aligned up for the 128-byte swizzle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmemPlan {
     pub q: u32,
@@ -126,6 +144,16 @@ pub struct SmemPlan {
 impl SmemPlan {
     pub fn new(g: &Genome, head_dim: HeadDim) -> SmemPlan {
         let d = head_dim.get();
+        if g.family == Family::Hopper {
+            let tile = g.block_n.get() * d * 2;
+            return SmemPlan {
+                q: g.rows_per_cta() * d * 2,
+                kv: g.stages.get() * 2 * tile,
+                s_p: 0,
+                stats: HOPPER_ALIGN_SLACK + HOPPER_BARRIERS,
+                o: 0,
+            };
+        }
         let bm = g.block_m.get();
         let bn = g.block_n.get();
         let pitch = d + if g.smem_layout == SmemLayout::Padded {
@@ -158,9 +186,18 @@ impl SmemPlan {
     }
 }
 
+/// Hopper: bytes by which the template aligns the dynamic shared-memory base up
+/// (the 128-byte swizzle repeats every 1024 bytes), and the mbarriers' bytes.
+pub const HOPPER_ALIGN_SLACK: u32 = 1024;
+pub const HOPPER_BARRIERS: u32 = 256;
+
 /// Floats per thread that the genome requires to live in registers.
 pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
     let d = head_dim.get();
+    if g.family == Family::Hopper {
+        // One m64nN wgmma accumulator is N/2 floats per thread: O (N = D) and S (N = BN).
+        return d / 2 + g.block_n.get() / 2;
+    }
     let bm = g.block_m.get();
     let bn = g.block_n.get();
     let warps = g.warps.get();
@@ -183,6 +220,24 @@ pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
 /// Checks every rule; returns all violations (empty when valid).
 pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violation> {
     let mut out = Vec::new();
+    if g.family == Family::Hopper {
+        if target != Target::Sm90 {
+            out.push(Violation {
+                rule: Rule::HopperNeedsSm90,
+                detail: format!("family = \"hopper\" on {target}"),
+                fix: "set family = \"ampere\", or target sm_90".into(),
+            });
+        }
+        if g.pingpong == Switch::On && g.consumer_wgs == ConsumerWgs::C1 {
+            out.push(Violation {
+                rule: Rule::PingpongNeedsTwoWarpgroups,
+                detail: "pingpong = \"on\" with consumer_wgs = 1".into(),
+                fix: "set consumer_wgs = 2 or 3, or pingpong = \"off\"".into(),
+            });
+        }
+        budget_rules(g, head_dim, target, &mut out);
+        return out;
+    }
 
     if g.p_path == Residence::Regs && (g.qk_math != Math::Mma || g.pv_math != Math::Mma) {
         out.push(Violation {
@@ -232,6 +287,12 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
         });
     }
 
+    budget_rules(g, head_dim, target, &mut out);
+    out
+}
+
+/// The device budgets, common to both families: registers and shared memory.
+fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Violation>) {
     let regs = register_accumulators(g, head_dim);
     if regs > target.regs_per_thread() {
         out.push(Violation {
@@ -263,12 +324,14 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
                 smem.o,
                 target.smem_per_block()
             ),
-            fix: "lower stages, block_n or block_m, or move P (p_path) / O (o_accum) to \"regs\""
-                .into(),
+            fix: if g.family == Family::Hopper {
+                "lower stages, block_n or consumer_wgs".into()
+            } else {
+                "lower stages, block_n or block_m, or move P (p_path) / O (o_accum) to \"regs\""
+                    .into()
+            },
         });
     }
-
-    out
 }
 
 /// True when no rule fails.

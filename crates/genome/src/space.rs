@@ -1,19 +1,24 @@
 //! The valid space: every genome that passes the rules, counted, enumerated and sampled.
 //!
-//! The full product of alleles is about 95 million genomes. Only the
-//! *structural* genes (math, residence, tiles, warps, stages, layout) take part
-//! in the rules; the others (producer warps, load kind, vector width, exp,
-//! split, register cap, min blocks) never change validity. Counting therefore
-//! walks the structural product (27,648 points) and multiplies by the free
-//! product; a test checks the independence claim on random genomes.
+//! A genome is counted once per kernel: in its canonical form, with the genes that do
+//! not apply to its family at their baseline ([`Genome::canonical`]). Only the
+//! *structural* genes (family, math, residence, tiles, warps, consumer warpgroups,
+//! stages, layout) take part in the rules; the others (producer warps, load kinds,
+//! vector width, exp, split, register cap, min blocks, producer registers) never
+//! change validity. Counting therefore walks the structural product of each family
+//! and multiplies by that family's free product; a test checks the independence
+//! claim on random genomes.
 
-use crate::genes::{Gene, Genome};
+use crate::genes::{Family, Gene, Genome};
 use crate::problem::HeadDim;
 use crate::target::Target;
 use rand::Rng;
 
 /// Genes that appear in at least one validity rule.
-pub const STRUCTURAL: [Gene; 9] = [
+pub const STRUCTURAL: [Gene; 12] = [
+    Gene::Family,
+    Gene::ConsumerWgs,
+    Gene::Pingpong,
     Gene::QkMath,
     Gene::PvMath,
     Gene::PPath,
@@ -38,6 +43,15 @@ pub fn total_size() -> u128 {
     Gene::ALL.iter().map(|g| g.allele_count() as u128).product()
 }
 
+/// Number of distinct kernels of one family (canonical genomes, valid or not).
+pub fn family_size(family: Family) -> u128 {
+    Gene::ALL
+        .iter()
+        .filter(|g| g.applies(family) && **g != Gene::Family)
+        .map(|g| g.allele_count() as u128)
+        .product()
+}
+
 /// All genomes over the given genes (others taken from `base`), in lexicographic allele order.
 pub fn product(base: Genome, genes: &[Gene]) -> impl Iterator<Item = Genome> + '_ {
     let counts: Vec<usize> = genes.iter().map(|g| g.allele_count()).collect();
@@ -52,19 +66,35 @@ pub fn product(base: Genome, genes: &[Gene]) -> impl Iterator<Item = Genome> + '
     })
 }
 
-/// Number of valid genomes for a head dimension on a device.
+/// Number of valid kernels (canonical genomes) for a head dimension on a device.
 pub fn count_valid(head_dim: HeadDim, target: Target) -> u128 {
-    let free: u128 = free_genes()
+    Family::ALL
         .iter()
-        .map(|g| g.allele_count() as u128)
-        .product();
-    let structural = product(Genome::baseline(), &STRUCTURAL)
-        .filter(|g| g.is_valid(head_dim, target))
-        .count() as u128;
-    structural * free
+        .map(|&f| count_valid_in(f, head_dim, target))
+        .sum()
 }
 
-/// A genome drawn uniformly from the full product.
+/// Number of valid kernels of one family.
+pub fn count_valid_in(family: Family, head_dim: HeadDim, target: Target) -> u128 {
+    let applies = |g: &Gene| g.applies(family) && *g != Gene::Family;
+    let free: u128 = free_genes()
+        .iter()
+        .filter(|g| applies(g))
+        .map(|g| g.allele_count() as u128)
+        .product();
+    let structural: Vec<Gene> = STRUCTURAL.into_iter().filter(applies).collect();
+    let base = Genome {
+        family,
+        ..Genome::baseline()
+    };
+    let valid = product(base, &structural)
+        .filter(|g| g.is_valid(head_dim, target))
+        .count() as u128;
+    valid * free
+}
+
+/// A genome drawn uniformly from the full product (not canonical: genes that do not
+/// apply to its family keep their draw).
 pub fn random_genome<R: Rng + ?Sized>(rng: &mut R) -> Genome {
     let mut g = Genome::baseline();
     for gene in Gene::ALL {
@@ -73,13 +103,35 @@ pub fn random_genome<R: Rng + ?Sized>(rng: &mut R) -> Genome {
     g
 }
 
-/// A genome drawn uniformly from the valid space (rejection sampling: uniform over the
-/// product, kept only when valid, so every valid genome is equally likely).
+/// A canonical genome drawn uniformly from the valid genomes of the full product
+/// (rejection sampling), so each family is drawn about half the time.
 pub fn sample_valid<R: Rng + ?Sized>(rng: &mut R, head_dim: HeadDim, target: Target) -> Genome {
     loop {
         let g = random_genome(rng);
         if g.is_valid(head_dim, target) {
-            return g;
+            return g.canonical();
+        }
+    }
+}
+
+/// A canonical genome of one family, drawn uniformly from that family's valid kernels.
+pub fn sample_valid_in<R: Rng + ?Sized>(
+    rng: &mut R,
+    family: Family,
+    head_dim: HeadDim,
+    target: Target,
+) -> Option<Genome> {
+    if count_valid_in(family, head_dim, target) == 0 {
+        return None;
+    }
+    loop {
+        let g = Genome {
+            family,
+            ..random_genome(rng)
+        }
+        .canonical();
+        if g.is_valid(head_dim, target) {
+            return Some(g);
         }
     }
 }

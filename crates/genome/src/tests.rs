@@ -23,6 +23,7 @@ fn fa2() -> Genome {
         split_kv: SplitKv::K1,
         reg_cap: RegCap::None,
         min_blocks: MinBlocks::B1,
+        ..Genome::baseline()
     }
 }
 
@@ -58,7 +59,14 @@ fn every_gene_has_the_alleles_of_the_design() {
     assert_eq!(labels(Gene::SplitKv), "1,2,4,8");
     assert_eq!(labels(Gene::RegCap), "none,64,96,128,168,255");
     assert_eq!(labels(Gene::MinBlocks), "1,2,3,4");
-    assert_eq!(total_size_of_product(), 95_551_488);
+    assert_eq!(labels(Gene::Family), "ampere,hopper");
+    assert_eq!(labels(Gene::ConsumerWgs), "1,2,3");
+    assert_eq!(labels(Gene::HopperLoad), "tma,cp_async,direct");
+    assert_eq!(labels(Gene::ProducerRegs), "none,24,32,40");
+    assert_eq!(labels(Gene::Pingpong), "off,on");
+    assert_eq!(labels(Gene::SoftmaxOverlap), "off,on");
+    // The 16 Ampere genes' product (95,551,488) times the 6 added genes' (2 x 3 x 3 x 4 x 2 x 2).
+    assert_eq!(total_size_of_product(), 95_551_488 * 288);
 }
 
 fn total_size_of_product() -> u128 {
@@ -332,21 +340,159 @@ fn free_genes_never_change_validity() {
 
 #[test]
 fn valid_space_counts_are_consistent_with_sampling() {
+    for &family in Family::ALL {
+        let n = space::count_valid_in(family, HeadDim::D64, Target::Sm90);
+        let total = space::family_size(family);
+        assert!(n > 0 && n <= total, "{family}: {n} of {total}");
+        // The valid fraction of the family's kernels, estimated by sampling canonical
+        // genomes, agrees with the count.
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let draws = 20_000;
+        let hits = (0..draws)
+            .filter(|_| {
+                Genome {
+                    family,
+                    ..space::random_genome(&mut rng)
+                }
+                .canonical()
+                .is_valid(HeadDim::D64, Target::Sm90)
+            })
+            .count();
+        let estimated = hits as f64 / draws as f64;
+        let exact = n as f64 / total as f64;
+        assert!((estimated - exact).abs() < 0.02, "{family}: {estimated} vs {exact}");
+    }
     let n = space::count_valid(HeadDim::D64, Target::Sm90);
-    let total = space::total_size();
-    assert!(n > 0 && n < total);
-    // The valid fraction estimated by sampling agrees with the count.
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let draws = 20_000;
-    let hits = (0..draws)
-        .filter(|_| space::random_genome(&mut rng).is_valid(HeadDim::D64, Target::Sm90))
-        .count();
-    let estimated = hits as f64 / draws as f64;
-    let exact = n as f64 / total as f64;
-    assert!((estimated - exact).abs() < 0.02, "{estimated} vs {exact}");
-    // More shared memory, more genomes.
+    // More shared memory, more genomes; no Hopper kernel on sm_89.
     assert!(space::count_valid(HeadDim::D64, Target::Sm89) < n);
     assert!(space::count_valid(HeadDim::D128, Target::Sm90) < n);
+    assert_eq!(
+        space::count_valid_in(Family::Hopper, HeadDim::D64, Target::Sm89),
+        0
+    );
+}
+
+fn fa3() -> Genome {
+    Genome {
+        family: Family::Hopper,
+        consumer_wgs: ConsumerWgs::C2,
+        block_n: Tile::T128,
+        stages: Stages::S2,
+        hopper_load: HopperLoad::Tma,
+        exp: ExpFn::Exp2,
+        producer_regs: ProducerRegs::R24,
+        pingpong: Switch::On,
+        softmax_overlap: Switch::On,
+        ..Genome::baseline()
+    }
+}
+
+#[test]
+fn rule_pingpong_needs_two_warpgroups() {
+    let one = Genome {
+        consumer_wgs: ConsumerWgs::C1,
+        ..fa3()
+    };
+    assert_eq!(
+        failed_rules(&one, HeadDim::D64, Target::Sm90),
+        vec![Rule::PingpongNeedsTwoWarpgroups]
+    );
+    let ok = Genome {
+        pingpong: Switch::Off,
+        ..one
+    };
+    assert!(ok.is_valid(HeadDim::D64, Target::Sm90));
+}
+
+#[test]
+fn hopper_genes_apply_to_the_hopper_family_only() {
+    let g = fa3();
+    assert!(g.genes().contains(&Gene::ConsumerWgs));
+    assert!(!g.genes().contains(&Gene::QkMath));
+    assert!(!fa2().genes().contains(&Gene::HopperLoad));
+    // An Ampere gene of a Hopper genome does not change its kernel, nor its id.
+    let same = g.with_allele(Gene::Warps, 0).with_allele(Gene::QkMath, 2);
+    assert_eq!(same.canonical(), g.canonical());
+    assert_eq!(same.id(), g.id());
+    assert_ne!(g.with_allele(Gene::ConsumerWgs, 2).id(), g.id());
+    // ... and a Hopper gene of an Ampere genome neither.
+    let a = fa2().with_allele(Gene::ProducerRegs, 3);
+    assert_eq!(a.id(), fa2().id());
+    assert_eq!(g.rows_per_cta(), 128);
+    assert_eq!(g.threads(), 384);
+}
+
+#[test]
+fn ids_recorded_before_the_hopper_family_still_hold() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes");
+    let champion = GenomeFile::load(&dir.join("champion-h100-seed.toml")).unwrap();
+    assert_eq!(champion.genes.id().0, "84dacc9f4bdc0245");
+}
+
+#[test]
+fn rule_hopper_needs_sm90() {
+    let g = fa3();
+    assert!(g.is_valid(HeadDim::D128, Target::Sm90));
+    assert_eq!(
+        failed_rules(&g, HeadDim::D64, Target::Sm89),
+        vec![Rule::HopperNeedsSm90]
+    );
+    let v = &g.violations(HeadDim::D64, Target::Sm89)[0];
+    assert!(v.to_string().contains("sm_90"), "{v}");
+}
+
+#[test]
+fn hopper_shared_memory_plan_and_rule() {
+    // Q 128x128 (32 KiB) + 2 stages of K and V 128x128 (128 KiB) + barriers and slack.
+    let plan = fa3().smem(HeadDim::D128);
+    assert_eq!(plan.total(), 32768 + 131072 + 1024 + 256);
+    let big = Genome {
+        consumer_wgs: ConsumerWgs::C3,
+        stages: Stages::S4,
+        ..fa3()
+    };
+    assert_eq!(
+        failed_rules(&big, HeadDim::D128, Target::Sm90),
+        vec![Rule::SharedMemory]
+    );
+    let v = &big.violations(HeadDim::D128, Target::Sm90)[0];
+    assert!(v.fix.contains("consumer_wgs"), "{}", v.fix);
+    assert!(big.is_valid(HeadDim::D64, Target::Sm90));
+}
+
+#[test]
+fn hopper_genomes_round_trip_through_toml_and_ampere_files_keep_16_genes() {
+    let file = GenomeFile {
+        name: "x".into(),
+        description: String::new(),
+        genes: fa3(),
+    };
+    let text = file.to_toml_string();
+    assert!(text.contains("family = \"hopper\""), "{text}");
+    assert!(text.contains("producer_regs = 24"), "{text}");
+    let back = GenomeFile::from_toml_str(&text, Path::new("x.toml")).unwrap();
+    assert_eq!(back.genes, fa3());
+    let ampere = GenomeFile {
+        genes: fa2(),
+        ..file
+    }
+    .to_toml_string();
+    assert!(!ampere.contains("family") && !ampere.contains("hopper_load"), "{ampere}");
+}
+
+#[test]
+fn sampling_one_family_gives_valid_canonical_genomes() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    for _ in 0..200 {
+        let g = space::sample_valid_in(&mut rng, Family::Hopper, HeadDim::D128, Target::Sm90)
+            .unwrap();
+        assert_eq!(g.family, Family::Hopper);
+        assert_eq!(g, g.canonical());
+        assert!(g.is_valid(HeadDim::D128, Target::Sm90));
+    }
+    assert!(
+        space::sample_valid_in(&mut rng, Family::Hopper, HeadDim::D64, Target::Sm89).is_none()
+    );
 }
 
 #[test]
@@ -368,19 +514,26 @@ fn named_genomes_load_and_are_valid_for_their_shapes() {
             let file = GenomeFile::load(&path).unwrap();
             // Every named genome runs the seed shape (D=64) on both devices and D=128 on sm_90;
             // the seeds' 64x64 smem tiles at D=128 exceed the L4's 99 KB, as they would in CUDA.
+            // Hopper genomes run on sm_90 only.
+            let hopper = file.genes.family == Family::Hopper;
             for (d, t) in [
                 (HeadDim::D64, Target::Sm89),
                 (HeadDim::D64, Target::Sm90),
                 (HeadDim::D128, Target::Sm90),
             ] {
                 let v = file.genes.violations(d, t);
-                assert!(v.is_empty(), "{}: {v:?}", path.display());
+                if hopper && t == Target::Sm89 {
+                    assert_eq!(v.len(), 1, "{}: {v:?}", path.display());
+                    assert_eq!(v[0].rule, Rule::HopperNeedsSm90);
+                } else {
+                    assert!(v.is_empty(), "{}: {v:?}", path.display());
+                }
             }
             names.push(file.name);
         }
     }
     names.sort();
-    for seed in ["fa2", "phase4", "phase6", "v3", "v5", "v6a", "v7a"] {
+    for seed in ["fa2", "fa3", "phase4", "phase6", "v3", "v5", "v6a", "v7a"] {
         assert!(names.iter().any(|n| n == seed), "missing {seed}");
     }
 }

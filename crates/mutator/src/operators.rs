@@ -37,7 +37,12 @@ pub fn mutate<R: Rng + ?Sized>(
     space: &SearchSpace,
     rng: &mut R,
 ) -> Result<(Genome, Vec<Operator>), SpaceError> {
-    let mut genes = space.free_genes();
+    // Only genes that shape this family's kernel: moving another one changes nothing.
+    let mut genes: Vec<Gene> = space
+        .free_genes()
+        .into_iter()
+        .filter(|g| g.applies(parent.family))
+        .collect();
     if genes.is_empty() {
         return Ok((*parent, Vec::new()));
     }
@@ -144,9 +149,18 @@ fn repair_keeping<R: Rng + ?Sized>(
             None => space.sample_valid(rng)?,
         }
     };
+    // One genome per kernel: genes that do not apply to the family go to baseline
+    // (where the space allows it), and are not reported as repairs.
+    let canonical = fixed.canonical();
+    let fixed = if space.contains(&canonical) {
+        canonical
+    } else {
+        fixed
+    };
     let ops = genome
         .diff(&fixed)
         .into_iter()
+        .filter(|gene| gene.applies(fixed.family))
         .map(|gene| {
             let (gene, from, to) = change(gene, genome, &fixed);
             Operator::Repair { gene, from, to }

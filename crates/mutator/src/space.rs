@@ -6,7 +6,7 @@
 //! replaying that landscape must stay inside it, because outside it there are no
 //! measurements and replay never invents numbers.
 
-use evo_genome::{Gene, Genome, HeadDim, Target};
+use evo_genome::{Gene, Genome, HeadDim, Target, GENES};
 use rand::Rng;
 use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -85,7 +85,7 @@ pub enum SpaceError {
 
 impl SubSpace {
     /// The allowed allele indices per gene, in canonical gene order.
-    pub fn allowed(&self) -> Result<[Vec<usize>; 16], SpaceError> {
+    pub fn allowed(&self) -> Result<[Vec<usize>; GENES], SpaceError> {
         let mut allowed = Gene::ALL.map(|g| vec![self.base.allele_index(g)]);
         for (name, values) in &self.genes {
             let gene =
@@ -122,7 +122,7 @@ impl SubSpace {
 /// on one device.
 #[derive(Debug, Clone)]
 pub struct SearchSpace {
-    allowed: [Vec<usize>; 16],
+    allowed: [Vec<usize>; GENES],
     pub head_dim: HeadDim,
     pub target: Target,
     /// The valid points, in lexicographic order, when the space is small enough.
@@ -153,7 +153,14 @@ impl SearchSpace {
             valid_points: None,
         };
         if space.size() <= ENUMERABLE {
-            let points: Vec<Genome> = space.points().filter(|g| space.is_valid(g)).collect();
+            // One point per kernel: genes that do not apply to a family collapse.
+            let mut seen = std::collections::HashSet::new();
+            let points: Vec<Genome> = space
+                .points()
+                .filter(|g| space.is_valid(g))
+                .map(|g| g.canonical())
+                .filter(|g| seen.insert(*g))
+                .collect();
             if points.is_empty() {
                 return Err(SpaceError::NoValidGenome { head_dim, target });
             }
@@ -219,7 +226,7 @@ impl SearchSpace {
 
     /// A point drawn uniformly from the product of allowed alleles.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Genome {
-        let mut indices = [0; 16];
+        let mut indices = [0; GENES];
         for gene in Gene::ALL {
             let allowed = self.allowed(gene);
             indices[gene as usize] = allowed[rng.random_range(0..allowed.len())];
@@ -235,8 +242,8 @@ impl SearchSpace {
         // The full space is about 3% valid; a million tries failing means there is none.
         for _ in 0..1_000_000 {
             let g = self.sample(rng);
-            if self.is_valid(&g) {
-                return Ok(g);
+            if self.is_valid(&g) && self.contains(&g.canonical()) {
+                return Ok(g.canonical());
             }
         }
         Err(SpaceError::NoValidGenome {

@@ -1,0 +1,770 @@
+// evo: the Hopper (sm_90a) family of the FlashAttention-style forward template.
+//
+// The Ampere template (attention.cu) computes with mma.sync, one warp at a time.
+// This file is the design FlashAttention-3 and ThunderKittens use on Hopper:
+//
+//   * warp specialisation: warpgroup 0 is the producer, it only moves Q, K and V
+//     into shared memory; warpgroups 1..EVO_CONSUMER_WGS are consumers, each owns
+//     64 query rows and computes with wgmma;
+//   * K/V staging through a ring of EVO_STAGES shared-memory stages guarded by
+//     mbarriers (full: the tile has landed; empty: every consumer is done with it),
+//     filled by the copy engine (TMA, cp.async.bulk.tensor, tensor maps passed as
+//     __grid_constant__ parameters), by cp.async, or by plain loads;
+//   * S = Q K^T with wgmma, both operands from 128-byte-swizzled shared memory;
+//     P stays in registers and is the A operand of O += P V (the accumulator of
+//     an m64nN wgmma has mma.sync's C layout per warp, so S's registers, paired
+//     and converted to 16 bits, are exactly P's A fragments); O in registers;
+//   * setmaxnreg moves registers from the producer to the consumers.
+//
+// Sections, in the order the data flows:
+//   1. configuration     macros -> constexpr, checks, the shared-memory plan
+//   2. PTX wrappers      mbarrier, TMA, cp.async, fences, setmaxnreg
+//   3. wgmma             descriptors and the generated m64nNk16 wrappers
+//   4. the producer      Q once, then K and V tile by tile into the stage ring
+//   5. the consumers     S = Q K^T, online softmax, O += P V, epilogue
+//   6. the kernels       evo_attention_fwd, evo_attention_combine
+//
+// The launch contract is kernels/ABI.md's, plus its "tensor maps" section when
+// EVO_KV_LOAD is 2 (TMA). NVRTC only: no std headers.
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// ============================================================ 1. configuration
+
+#if EVO_BF16
+typedef __nv_bfloat16 elem_t;
+typedef __nv_bfloat162 elem2_t;
+#define EVO_WG_TYPE "bf16"
+#else
+typedef __half elem_t;
+typedef __half2 elem2_t;
+#define EVO_WG_TYPE "f16"
+#endif
+
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+
+namespace evo {
+
+constexpr int kD = EVO_HEAD_DIM;
+constexpr int kBN = EVO_BLOCK_N;
+constexpr int kWgs = EVO_CONSUMER_WGS;        // consumer warpgroups, 64 query rows each
+constexpr int kBM = 64 * kWgs;
+constexpr int kThreads = 128 * (kWgs + 1);    // + the producer warpgroup
+constexpr int kStages = EVO_STAGES;
+constexpr int kSplit = EVO_SPLIT_KV;
+constexpr int kCpAsync = 1, kTma = 2;  // EVO_KV_LOAD (0: plain loads)
+constexpr int kLoad = EVO_KV_LOAD;
+
+// Producer / consumer registers under setmaxnreg (0: no reallocation). The consumers
+// get what the producer gives up, rounded down to 8 and capped at 240: 2 consumer
+// warpgroups with a 24-register producer -> 240, 3 -> 160 (FlashAttention-3's split).
+constexpr int kProducerRegs = EVO_PRODUCER_REGS;
+constexpr int kConsumerRegs0 = ((65536 / 128 - kProducerRegs) / kWgs) / 8 * 8;
+constexpr int kConsumerRegs = kConsumerRegs0 > 240 ? 240 : kConsumerRegs0;
+
+static_assert(kD == 64 || kD == 128, "EVO_HEAD_DIM must be 64 or 128");
+static_assert(kBN == 16 || kBN == 32 || kBN == 64 || kBN == 128, "EVO_BLOCK_N must be 16, 32, 64 or 128");
+static_assert(kWgs >= 1 && kWgs <= 3, "EVO_CONSUMER_WGS must be 1, 2 or 3");
+static_assert(kStages >= 1 && kStages <= 4, "EVO_STAGES must be 1..4");
+static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4 || kSplit == 8, "EVO_SPLIT_KV must be 1, 2, 4 or 8");
+static_assert(kLoad >= 0 && kLoad <= 2, "EVO_KV_LOAD must be 0 (direct), 1 (cp.async) or 2 (TMA)");
+static_assert(EVO_PINGPONG == 0 || kWgs >= 2,
+              "EVO_PINGPONG alternates the GEMMs of two or more consumer warpgroups");
+static_assert(kProducerRegs == 0 || kProducerRegs == 24 || kProducerRegs == 32 || kProducerRegs == 40,
+              "EVO_PRODUCER_REGS must be 0 (no setmaxnreg), 24, 32 or 40");
+
+// Shared memory: every tile is stored as D/64 column blocks of [rows][64] elements,
+// 128 bytes per row, 16-byte chunks XOR-swizzled with (row % 8): the layout TMA's
+// SWIZZLE_128B writes and wgmma's 128-byte-swizzle descriptors read. Each block
+// starts on a 1024-byte boundary (one swizzle atom of 8 rows).
+constexpr int kRowBytes = 128;
+constexpr int kColBlocks = kD / 64;
+constexpr int kQBytes = kBM * kD * 2;
+constexpr int kTileBytes = kBN * kD * 2;           // one K or one V stage
+constexpr int kBarrierBytes = 256;                  // (1 + 4 * stages) mbarriers, 8 bytes each
+constexpr int kAlignSlack = 1024;                   // the dynamic base is aligned up to 1024
+constexpr int kSmemTotal = kAlignSlack + kQBytes + 2 * kStages * kTileBytes + kBarrierBytes;
+static_assert((1 + 4 * kStages) * 8 <= kBarrierBytes, "barrier area too small");
+static_assert(kColBlocks * 64 == kD, "tiles are stored as 64-column blocks");
+static_assert(kSmemTotal == EVO_SMEM_BYTES,
+              "shared-memory plan differs from the host's (evo_genome::SmemPlan, Hopper family)");
+
+}  // namespace evo
+
+// The launch geometry (kernels/ABI.md): block_m, threads, dynamic smem bytes, split_kv,
+// combine rows per block, combine threads per block.
+extern "C" __constant__ int evo_geometry[6] = {evo::kBM, evo::kThreads, EVO_SMEM_BYTES,
+                                               evo::kSplit, 4, 128};
+
+#if EVO_KV_LOAD == 2
+// The tensor maps the host must build (kernels/ABI.md, "Tensor maps"): rows of the Q box,
+// rows of the K/V box, elements per box row, swizzle bytes.
+extern "C" __constant__ int evo_tensor_maps[4] = {evo::kBM, evo::kBN, 64, 128};
+#endif
+
+// A CUtensorMap as the driver encodes it: 128 opaque bytes, 64-byte aligned.
+struct __align__(64) TensorMap {
+  uint64_t opaque[16];
+};
+
+namespace evo {
+
+// ============================================================ 2. PTX wrappers
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+// Waits until the phase with this parity has completed. A fresh barrier is in phase 0,
+// so waiting for parity 1 returns at once (the producer's first pass over the ring).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// One box of a 3-D tensor map (D, L, B*H) into shared memory; completes on `bar`.
+__device__ __forceinline__ void tma_load(uint32_t dst, const TensorMap* map, uint32_t bar, int col,
+                                         int row, int bh) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bh), "r"(bar)
+      : "memory");
+}
+
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool in_bounds) {
+  // src-size 0 zero-fills the 16 bytes without reading (rows past L).
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(in_bounds ? 16 : 0)
+               : "memory");
+}
+
+// Generic-proxy writes (st.shared, cp.async) that wgmma reads next must be made
+// visible to the async proxy by the writing thread before it signals the barrier.
+__device__ __forceinline__ void fence_async_proxy() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// Registers an in-flight wgmma reads or writes must not be touched (or reused) by the
+// compiler until the wait: this empty asm "redefines" them after wgmma_wait.
+__device__ __forceinline__ void keep(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void keep(uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
+
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+__device__ __forceinline__ uint32_t pack(float lo, float hi) {
+#if EVO_BF16
+  elem2_t v = __floats2bfloat162_rn(lo, hi);
+#else
+  elem2_t v = __floats2half2_rn(lo, hi);
+#endif
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+// ============================================================ 3. wgmma
+
+// A shared-memory matrix descriptor with the 128-byte swizzle: start address,
+// leading-byte offset and stride-byte offset, each in 16-byte units.
+//  K-major (Q, K): rows of 128 bytes, 8-row atoms 1024 bytes apart (SBO); LBO unused.
+//  MN-major (V read transposed): 64 N-elements per 128-byte row, 8 k-rows per atom,
+//  atoms along k 1024 bytes apart (SBO), the next 64 N-elements at LBO.
+__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
+         (static_cast<uint64_t>(lbo >> 4) << 16) |
+         (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
+}
+
+// BEGIN generated by scripts/gen_wgmma.py
+// S = Q K^T: A and B from shared memory, both K-major (no transpose).
+template <int N> __device__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, int acc);
+// O += P V: A (P) from registers, B (V) from shared memory, MN-major (transposed).
+template <int N> __device__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, int acc);
+template <> __device__ __forceinline__ void wgmma_ss<16>(float (&d)[8], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_rs<16>(float (&d)[8], const uint32_t (&a)[4], uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<32>(float (&d)[16], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_rs<32>(float (&d)[16], const uint32_t (&a)[4], uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<64>(float (&d)[32], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_rs<64>(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<128>(float (&d)[64], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_rs<128>(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
+}
+// END generated by scripts/gen_wgmma.py
+
+// ============================================================ 4. the producer
+
+// Copies rows [row0, row0 + rows) of one head's [L, D] matrix into the swizzled
+// layout at `dst` with the producer warpgroup's 128 threads (the non-TMA loads);
+// rows at or past L are zero-filled.
+template <int kRows>
+__device__ __forceinline__ void copy_tile(uint32_t dst, const elem_t* head, int row0, int L) {
+  constexpr int kChunks = kRows * kD / 8;  // 16-byte chunks
+  const int tid = threadIdx.x;             // producer warpgroup: threads 0..127
+#pragma unroll 4
+  for (int c = tid; c < kChunks; c += 128) {
+    const int row = c / (kD / 8), chunk = c % (kD / 8);
+    const int block = chunk / 8, in_row = chunk % 8;
+    const uint32_t to = dst + block * kRows * kRowBytes + row * kRowBytes +
+                        ((in_row ^ (row % 8)) * 16);
+    const bool ok = row0 + row < L;
+    const elem_t* src = head + (size_t)(ok ? row0 + row : 0) * kD + chunk * 8;
+    if (kLoad == kCpAsync) {
+      cp_async16(to, src, ok);
+    } else {
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (ok) v = *reinterpret_cast<const uint4*>(src);
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(to), "r"(v.x), "r"(v.y),
+                   "r"(v.z), "r"(v.w)
+                   : "memory");
+    }
+  }
+}
+
+// The threads' own copies are complete and visible to wgmma: then each arrives.
+__device__ __forceinline__ void copies_landed(uint32_t bar) {
+  if (kLoad == kCpAsync) asm volatile("cp.async.wait_all;" ::: "memory");
+  fence_async_proxy();
+  mbar_arrive(bar);
+}
+
+struct Smem {
+  uint32_t q, k0, v0, bars;
+  __device__ uint32_t k(int s) const { return k0 + s * kTileBytes; }
+  __device__ uint32_t v(int s) const { return v0 + s * kTileBytes; }
+  __device__ uint32_t q_full() const { return bars; }
+  __device__ uint32_t k_full(int s) const { return bars + 8 * (1 + s); }
+  __device__ uint32_t v_full(int s) const { return bars + 8 * (1 + kStages + s); }
+  // K and V of a stage are released separately: K once S = Q K^T has completed, V
+  // once O += P V has, so the producer refills K while P V still reads V.
+  __device__ uint32_t k_empty(int s) const { return bars + 8 * (1 + 2 * kStages + s); }
+  __device__ uint32_t v_empty(int s) const { return bars + 8 * (1 + 3 * kStages + s); }
+};
+
+// ============================================================ 5. the consumers
+
+// One consumer warpgroup's view of the tile: its rows, its lane, its running softmax.
+struct Consumer {
+  int cw;         // consumer warpgroup index: rows m0 + 64 cw .. + 63
+  int lane, quad;
+  int wg_row0;    // first query row of the warpgroup
+  int row[2];     // the thread's two rows (wgmma accumulator layout)
+  float m[2], l[2];
+  float score_scale;
+  int Lk, causal;
+};
+
+// S = Q K^T: D/16 k-steps; a step advances 32 bytes inside a 128-byte row, and every
+// 4 steps move to the next 64-column block. Issued, not waited for.
+__device__ __forceinline__ void issue_qk(float (&sc)[kBN / 2], uint32_t q_wg, uint32_t k_stage) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kD / 16; ++kk) {
+    const uint32_t blk = kk / 4, step = (kk % 4) * 32;
+    const uint64_t da = make_desc(q_wg + blk * kBM * kRowBytes + step, 16, 1024);
+    const uint64_t db = make_desc(k_stage + blk * kBN * kRowBytes + step, 16, 1024);
+    wgmma_ss<kBN>(sc, da, db, kk > 0);
+  }
+  wgmma_commit();
+}
+
+// O += P V: BN/16 k-steps of 16 V rows (2048 bytes); V is read transposed. Issued.
+__device__ __forceinline__ void issue_pv(float (&o)[kD / 2], uint32_t (&p)[kBN / 16][4],
+                                         uint32_t v_stage) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kBN / 16; ++kk) {
+    const uint64_t db = make_desc(v_stage + kk * 16 * kRowBytes, kBN * kRowBytes, 1024);
+    wgmma_rs<kD>(o, p[kk], db, 1);
+  }
+  wgmma_commit();
+}
+
+#if EVO_EXP2
+#define EVO_EXPF exp2f
+#else
+#define EVO_EXPF expf
+#endif
+
+// Masks keys past Lk and, for causal, keys after the row (only tiles that reach past
+// Lk or cross the warpgroup's diagonal need it); then the online softmax of the
+// thread's two rows: the scores become p = exp(s - m) in place and alpha, the factor
+// O must be rescaled by, is returned. l stays a per-lane partial sum until the
+// epilogue (the same alpha scales all 4 lanes of a row).
+__device__ __forceinline__ void softmax(Consumer& c, float (&sc)[kBN / 2], int n0,
+                                        float (&alpha)[2]) {
+  const bool partial = n0 + kBN > c.Lk;
+  const bool diagonal = c.causal && n0 + kBN - 1 > c.wg_row0;
+  if (partial || diagonal) {
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = n0 + 8 * j + 2 * c.quad + e;
+          if (col >= c.Lk || (c.causal && col > c.row[i])) sc[4 * j + 2 * i + e] = neg_inf();
+        }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float mx = neg_inf();
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j)
+      mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * i], sc[4 * j + 2 * i + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+    const float m_new = fmaxf(c.m[i], mx * c.score_scale);
+    // A row that has seen only masked keys keeps m = -inf; exp(-inf - (-inf)) is NaN.
+    const float m_use = m_new == neg_inf() ? 0.0f : m_new;
+    alpha[i] = EVO_EXPF(c.m[i] - m_use);
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = sc[4 * j + 2 * i + e];
+        x = EVO_EXPF(fmaf(x, c.score_scale, -m_use));
+        sum += x;
+      }
+    c.l[i] = c.l[i] * alpha[i] + sum;
+    c.m[i] = m_new;
+  }
+}
+
+__device__ __forceinline__ void rescale(float (&o)[kD / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < kD / 8; ++j)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      o[4 * j + 2 * i] *= alpha[i];
+      o[4 * j + 2 * i + 1] *= alpha[i];
+    }
+}
+
+// P: consecutive pairs of S's registers are P's A fragments, 4 per k16 slice.
+__device__ __forceinline__ void to_p(const float (&sc)[kBN / 2], uint32_t (&p)[kBN / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kBN / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) p[kk][r] = pack(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+}
+
+// Ping-pong (EVO_PINGPONG): the consumer warpgroups take turns issuing their GEMMs,
+// round robin over named barriers 1..kWgs, so that while one warpgroup's GEMMs run on
+// the tensor cores the others do their softmax. A turn: wait at the own barrier until
+// the previous warpgroup has issued, issue, then let the next one go. The last
+// warpgroup opens the first round; its very last hand-over has nobody to wait for it
+// and is skipped, so every barrier sees exactly as many arrivals as waits.
+struct Turns {
+  int cw, total, taken;
+  __device__ void begin() {
+#if EVO_PINGPONG
+    asm volatile("bar.sync %0, 256;" ::"r"(1 + cw) : "memory");
+#endif
+  }
+  __device__ void end() {
+#if EVO_PINGPONG
+    ++taken;
+    if (!(cw == kWgs - 1 && taken == total))
+      asm volatile("bar.arrive %0, 256;" ::"r"(1 + (cw + 1) % kWgs) : "memory");
+#endif
+  }
+  __device__ void open() {
+#if EVO_PINGPONG
+    if (cw == kWgs - 1 && total > 0) asm volatile("bar.arrive 1, 256;" ::: "memory");
+#endif
+  }
+};
+
+// ============================================================ 6. the kernels (part 1)
+
+}  // namespace evo
+
+#if EVO_KV_LOAD == 2
+#define EVO_TENSOR_MAP_PARAMS                                                           \
+  const __grid_constant__ TensorMap tm_q, const __grid_constant__ TensorMap tm_k, \
+      const __grid_constant__ TensorMap tm_v,
+#else
+#define EVO_TENSOR_MAP_PARAMS
+#endif
+
+extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
+    evo_attention_fwd(EVO_TENSOR_MAP_PARAMS const elem_t* __restrict__ Q,
+                      const elem_t* __restrict__ K, const elem_t* __restrict__ V,
+                      elem_t* __restrict__ O, float* __restrict__ ws_o,
+                      float* __restrict__ ws_lse, int B, int H, int Lq, int Lk, int causal,
+                      float scale) {
+  using namespace evo;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  const uint32_t base = (raw + 1023) & ~1023u;
+  Smem sm;
+  sm.q = base;
+  sm.k0 = base + kQBytes;
+  sm.v0 = sm.k0 + kStages * kTileBytes;
+  sm.bars = sm.v0 + kStages * kTileBytes;
+
+  const int m0 = blockIdx.x * kBM;
+  const int bh = blockIdx.y;
+  // The split's KV tiles (kernels/ABI.md: contiguous chunks by tile index), clipped
+  // by the causal diagonal of the block's last row. It may be empty.
+  const int n_total = (Lk + kBN - 1) / kBN;
+  const int per_split = (n_total + kSplit - 1) / kSplit;
+  const int t_begin = blockIdx.z * per_split;
+  int t_end = min(n_total, t_begin + per_split);
+  if (causal) t_end = min(t_end, (min(Lk, m0 + kBM) + kBN - 1) / kBN);
+  const int n_tiles = max(0, t_end - t_begin);
+
+  // One arrival per filling thread (TMA: one thread plus the transaction bytes);
+  // `k_empty` / `v_empty` count one arrival per consumer warp.
+  constexpr uint32_t kFillers = kLoad == kTma ? 1 : 128;
+  if (threadIdx.x == 0) {
+    mbar_init(sm.q_full(), kFillers);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(sm.k_full(s), kFillers);
+      mbar_init(sm.v_full(s), kFillers);
+      mbar_init(sm.k_empty(s), kWgs * 4);
+      mbar_init(sm.v_empty(s), kWgs * 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // ---------------------------------------------------------------- producer
+    if (kProducerRegs) setmaxnreg_dec<kProducerRegs ? kProducerRegs : 24>();
+#if EVO_KV_LOAD == 2
+    if (threadIdx.x == 0) {
+      mbar_expect_tx(sm.q_full(), kQBytes);
+      for (int b = 0; b < kColBlocks; ++b)
+        tma_load(sm.q + b * kBM * kRowBytes, &tm_q, sm.q_full(), b * 64, m0, bh);
+      for (int it = 0; it < n_tiles; ++it) {
+        const int s = it % kStages;
+        const int n0 = (t_begin + it) * kBN;
+        mbar_wait(sm.k_empty(s), ((it / kStages) & 1) ^ 1);
+        mbar_expect_tx(sm.k_full(s), kTileBytes);
+        for (int b = 0; b < kColBlocks; ++b)
+          tma_load(sm.k(s) + b * kBN * kRowBytes, &tm_k, sm.k_full(s), b * 64, n0, bh);
+        mbar_wait(sm.v_empty(s), ((it / kStages) & 1) ^ 1);
+        mbar_expect_tx(sm.v_full(s), kTileBytes);
+        for (int b = 0; b < kColBlocks; ++b)
+          tma_load(sm.v(s) + b * kBN * kRowBytes, &tm_v, sm.v_full(s), b * 64, n0, bh);
+      }
+    }
+#else
+    const size_t q_head = (size_t)bh * Lq * kD, kv_head = (size_t)bh * Lk * kD;
+    copy_tile<kBM>(sm.q, Q + q_head, m0, Lq);
+    copies_landed(sm.q_full());
+    for (int it = 0; it < n_tiles; ++it) {
+      const int s = it % kStages;
+      const int n0 = (t_begin + it) * kBN;
+      mbar_wait(sm.k_empty(s), ((it / kStages) & 1) ^ 1);
+      copy_tile<kBN>(sm.k(s), K + kv_head, n0, Lk);
+      copies_landed(sm.k_full(s));
+      mbar_wait(sm.v_empty(s), ((it / kStages) & 1) ^ 1);
+      copy_tile<kBN>(sm.v(s), V + kv_head, n0, Lk);
+      copies_landed(sm.v_full(s));
+    }
+#endif
+    return;
+  }
+
+  // ------------------------------------------------------------------ consumers
+  if (kProducerRegs) setmaxnreg_inc<kProducerRegs ? kConsumerRegs : 240>();
+  Consumer c;
+  c.cw = wg - 1;
+  const int tid = threadIdx.x % 128, warp = tid / 32;
+  c.lane = tid % 32;
+  c.quad = c.lane % 4;
+  c.wg_row0 = m0 + c.cw * 64;
+  c.row[0] = c.wg_row0 + warp * 16 + c.lane / 4;
+  c.row[1] = c.row[0] + 8;
+  c.m[0] = c.m[1] = neg_inf();
+  c.l[0] = c.l[1] = 0.0f;
+#if EVO_EXP2
+  c.score_scale = scale * 1.4426950408889634f;  // scores in log2 units
+#else
+  c.score_scale = scale;
+#endif
+  c.Lk = Lk;
+  c.causal = causal;
+  const int lane = c.lane, quad = c.quad;
+  const int* row = c.row;
+  float* m = c.m;
+  float* l = c.l;
+
+  // Accumulators in wgmma's layout: value 4j + 2i + e is row row[i], column 8j + 2 quad + e.
+  float o[kD / 2];
+#pragma unroll
+  for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+  float sc[kBN / 2];
+  uint32_t p[kBN / 16][4];
+  float alpha[2];
+
+  mbar_wait(sm.q_full(), 0);
+  const uint32_t q_wg = sm.q + c.cw * 64 * kRowBytes;
+  auto stage_of = [&](int it) { return it % kStages; };
+  auto parity_of = [&](int it) { return (uint32_t)((it / kStages) & 1); };
+  // This warp is done with tile it's K (or V): one arrival per warp.
+  auto release_k = [&](int it) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(sm.k_empty(stage_of(it)));
+  };
+  auto release_v = [&](int it) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(sm.v_empty(stage_of(it)));
+  };
+
+#if EVO_OVERLAP
+  // Intra-warpgroup overlap (FlashAttention-3): tile j+1's S = Q K^T is issued before
+  // tile j's O += P V, and its softmax runs while P V is on the tensor cores.
+  Turns turns{c.cw, n_tiles > 0 ? n_tiles + 1 : 0, 0};
+  turns.open();
+  if (n_tiles > 0) {
+    mbar_wait(sm.k_full(0), 0);
+    turns.begin();
+    issue_qk(sc, q_wg, sm.k(0));
+    turns.end();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+    release_k(0);
+    softmax(c, sc, t_begin * kBN, alpha);
+    to_p(sc, p);
+  }
+  for (int it = 1; it < n_tiles; ++it) {
+    const int n0 = (t_begin + it) * kBN;
+    mbar_wait(sm.k_full(stage_of(it)), parity_of(it));
+    turns.begin();
+    issue_qk(sc, q_wg, sm.k(stage_of(it)));
+    rescale(o, alpha);
+    mbar_wait(sm.v_full(stage_of(it - 1)), parity_of(it - 1));
+    issue_pv(o, p, sm.v(stage_of(it - 1)));
+    turns.end();
+    wgmma_wait<1>();
+#pragma unroll
+    for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+    release_k(it);
+    softmax(c, sc, n0, alpha);
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) keep(p[kk][r]);
+    release_v(it - 1);
+    to_p(sc, p);
+  }
+  if (n_tiles > 0) {
+    const int last = n_tiles - 1;
+    rescale(o, alpha);
+    mbar_wait(sm.v_full(stage_of(last)), parity_of(last));
+    turns.begin();
+    issue_pv(o, p, sm.v(stage_of(last)));
+    turns.end();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) keep(p[kk][r]);
+    release_v(last);
+  }
+#else
+  // One tile at a time: S = Q K^T, wait, softmax, O += P V, wait.
+  Turns turns{c.cw, 2 * n_tiles, 0};
+  turns.open();
+  for (int it = 0; it < n_tiles; ++it) {
+    const int n0 = (t_begin + it) * kBN;
+    mbar_wait(sm.k_full(stage_of(it)), parity_of(it));
+    turns.begin();
+    issue_qk(sc, q_wg, sm.k(stage_of(it)));
+    turns.end();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+    release_k(it);
+    softmax(c, sc, n0, alpha);
+    rescale(o, alpha);
+    to_p(sc, p);
+    mbar_wait(sm.v_full(stage_of(it)), parity_of(it));
+    turns.begin();
+    issue_pv(o, p, sm.v(stage_of(it)));
+    turns.end();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) keep(p[kk][r]);
+    release_v(it);
+  }
+#endif
+
+  // ------------------------------------------------------------------ epilogue
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffff, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffff, l[i], 2);
+  }
+  const size_t BH = (size_t)B * H;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = row[i];
+    if (r >= Lq) continue;
+    const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+    if (kSplit == 1) {
+      elem_t* out = O + ((size_t)bh * Lq + r) * kD;
+#pragma unroll
+      for (int j = 0; j < kD / 8; ++j) {
+        const uint32_t v = pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+        *reinterpret_cast<uint32_t*>(out + 8 * j + 2 * quad) = v;
+      }
+    } else {
+      const size_t slot = ((size_t)blockIdx.z * BH + bh) * Lq + r;
+      float* out = ws_o + slot * kD;
+#pragma unroll
+      for (int j = 0; j < kD / 8; ++j)
+        *reinterpret_cast<float2*>(out + 8 * j + 2 * quad) =
+            make_float2(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+      if (quad == 0) {
+#if EVO_EXP2
+        const float lse = m[i] * 0.6931471805599453f + logf(l[i]);
+#else
+        const float lse = m[i] + logf(l[i]);
+#endif
+        ws_lse[slot] = l[i] > 0.0f ? lse : neg_inf();
+      }
+    }
+  }
+}
+
+// ============================================================ 6. the kernels (part 2)
+
+// The split-KV combine (kernels/ABI.md): one warp per row, 4 rows per block.
+extern "C" __global__ void __launch_bounds__(128)
+    evo_attention_combine(const float* __restrict__ ws_o, const float* __restrict__ ws_lse,
+                          elem_t* __restrict__ O, int B, int H, int Lq, int splits) {
+  using namespace evo;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int row = blockIdx.x * 4 + warp;
+  const int bh = blockIdx.y;
+  if (row >= Lq) return;
+  const size_t BH = (size_t)B * H;
+  float mx = neg_inf();
+  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ws_lse[(s * BH + bh) * Lq + row]);
+  const float m_use = mx == neg_inf() ? 0.0f : mx;
+  float wsum = 0.0f;
+  for (int s = 0; s < splits; ++s) wsum += __expf(ws_lse[(s * BH + bh) * Lq + row] - m_use);
+  const float inv = wsum > 0.0f ? 1.0f / wsum : 0.0f;
+  for (int c = lane * 2; c < kD; c += 64) {
+    float x = 0.0f, y = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const size_t r = (s * BH + bh) * Lq + row;
+      const float w = __expf(ws_lse[r] - m_use) * inv;
+      if (w == 0.0f) continue;  // an empty split's o is 0 anyway; skip its loads
+      const float2 v = *reinterpret_cast<const float2*>(ws_o + r * kD + c);
+      x = fmaf(w, v.x, x);
+      y = fmaf(w, v.y, y);
+    }
+    *reinterpret_cast<uint32_t*>(O + ((size_t)bh * Lq + row) * kD + c) = pack(x, y);
+  }
+}
