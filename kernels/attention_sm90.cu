@@ -498,7 +498,10 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   sm.v0 = sm.k0 + kStages * kTileBytes;
   sm.bars = sm.v0 + kStages * kTileBytes;
 
-  const int m0 = blockIdx.x * kBM;
+  // Causal blocks further down see more keys: launch them first, so the short ones
+  // fill the last wave instead of the long ones trailing it.
+  const int m_block = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int m0 = m_block * kBM;
   const int bh = blockIdx.y;
   // The split's KV tiles (kernels/ABI.md: contiguous chunks by tile index), clipped
   // by the causal diagonal of the block's last row. It may be empty.
@@ -705,20 +708,14 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     l[i] += __shfl_xor_sync(0xffffffff, l[i], 1);
     l[i] += __shfl_xor_sync(0xffffffff, l[i], 2);
   }
-  const size_t BH = (size_t)B * H;
+  if (kSplit > 1) {
+    // The split's share: o / l (fp32) and the natural-log lse into the workspace.
+    const size_t BH = (size_t)B * H;
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int r = row[i];
-    if (r >= Lq) continue;
-    const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
-    if (kSplit == 1) {
-      elem_t* out = O + ((size_t)bh * Lq + r) * kD;
-#pragma unroll
-      for (int j = 0; j < kD / 8; ++j) {
-        const uint32_t v = pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
-        *reinterpret_cast<uint32_t*>(out + 8 * j + 2 * quad) = v;
-      }
-    } else {
+    for (int i = 0; i < 2; ++i) {
+      const int r = row[i];
+      if (r >= Lq) continue;
+      const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
       const size_t slot = ((size_t)blockIdx.z * BH + bh) * Lq + r;
       float* out = ws_o + slot * kD;
 #pragma unroll
@@ -733,6 +730,43 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
 #endif
         ws_lse[slot] = l[i] > 0.0f ? lse : neg_inf();
       }
+    }
+  } else {
+    // O through shared memory, so the global stores are whole 16-byte chunks of a row
+    // (the accumulator layout would store 4 bytes per lane, 16 bytes per row segment).
+    // The warpgroup's Q rows are free now (its last S = Q K^T has completed) and have
+    // exactly O's size; they keep the 128-byte swizzle, which also makes these stores
+    // conflict-free (the 8 rows of a warp's store fall in 8 different 16-byte slots).
+    fence_async_proxy();
+    const uint32_t o_wg = sm.q + c.cw * 64 * kRowBytes;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int lr = row[i] - c.wg_row0;
+      const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kD / 8; ++j) {
+        const int col = 8 * j + 2 * quad;
+        const uint32_t at = o_wg + (col / 64) * kBM * kRowBytes + lr * kRowBytes +
+                            ((((col % 64) / 8) ^ (lr % 8)) * 16) + (col % 8) * 2;
+        const uint32_t v = pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
+      }
+    }
+    asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");  // this warpgroup only
+    constexpr int kChunks = 64 * kD / 8;
+#pragma unroll 4
+    for (int ch = tid; ch < kChunks; ch += 128) {
+      const int lr = ch / (kD / 8), chunk = ch % (kD / 8);
+      const int r = c.wg_row0 + lr;
+      if (r >= Lq) continue;
+      const uint32_t at = o_wg + (chunk / 8) * kBM * kRowBytes + lr * kRowBytes +
+                          (((chunk % 8) ^ (lr % 8)) * 16);
+      uint4 v;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "r"(at)
+                   : "memory");
+      *reinterpret_cast<uint4*>(O + ((size_t)bh * Lq + r) * kD + chunk * 8) = v;
     }
   }
 }

@@ -106,6 +106,7 @@ fn options_default_flags() {
 fn options_all_flags_in_order() {
     let opts = CompileOptions {
         target: Target::Sm89,
+        arch_specific: false,
         reg_cap: Some(96),
         include_dirs: vec![PathBuf::from("/a/include"), PathBuf::from("kernels")],
         verbose_ptxas: false,
@@ -122,6 +123,32 @@ fn options_all_flags_in_order() {
             "-lineinfo"
         ]
     );
+}
+
+#[test]
+fn hopper_genomes_compile_for_sm_90a() {
+    let fa3 =
+        GenomeFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/fa3.toml"))
+            .unwrap();
+    let flags = genome_options(&fa3.genes, Target::Sm90).build();
+    assert_eq!(flags[0], "--gpu-architecture=sm_90a");
+    assert_eq!(
+        genome_options(&fa2(), Target::Sm90).build()[0],
+        "--gpu-architecture=sm_90"
+    );
+    assert_eq!(template_for(&fa3.genes).0, HOPPER_TEMPLATE_PATH);
+    let d = defines(&fa3.genes, HeadDim::D128, Dtype::F16);
+    assert_eq!(d.get("EVO_CONSUMER_WGS"), Some("2"));
+    assert_eq!(d.get("EVO_KV_LOAD"), Some("2"));
+    assert_eq!(d.get("EVO_PINGPONG"), Some("1"));
+    assert_eq!(d.get("EVO_OVERLAP"), Some("1"));
+    assert_eq!(d.get("EVO_PRODUCER_REGS"), Some("24"));
+    assert_eq!(
+        d.get("EVO_SMEM_BYTES"),
+        Some(fa3.genes.smem(HeadDim::D128).total().to_string().as_str())
+    );
+    // The Ampere macros are not defined for the Hopper template.
+    assert_eq!(d.get("EVO_WARPS"), None);
 }
 
 #[test]
@@ -221,13 +248,13 @@ fn ptxas_report_of_a_log_without_ptxas_lines_is_empty() {
 }
 
 #[test]
-fn template_hash_is_16_hex_of_the_text() {
+fn template_hash_is_16_hex_of_both_templates() {
     let hash = template_hash();
     assert_eq!(hash.len(), 16);
     assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{hash}");
-    assert!(blake3::hash(template_source().as_bytes())
-        .to_hex()
-        .starts_with(&hash));
+    let mut both = template_source().to_string();
+    both.push_str(hopper_template_source());
+    assert!(blake3::hash(both.as_bytes()).to_hex().starts_with(&hash));
 }
 
 fn missing_message(paths: &[SearchPath]) -> String {

@@ -34,6 +34,12 @@ fn ptxas_report_of_named_genomes() {
         let file = load(path);
         let mut text = String::new();
         for target in Target::ALL {
+            let violations = file.genes.violations(HeadDim::D64, target);
+            if !violations.is_empty() {
+                let rules: Vec<String> = violations.iter().map(|v| v.rule.to_string()).collect();
+                writeln!(text, "# {target} D64 f16: not valid ({})", rules.join(", ")).unwrap();
+                continue;
+            }
             let c = compile_genome(&tc, &file.genes, HeadDim::D64, Dtype::F16, target)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             writeln!(text, "# {target} D64 f16").unwrap();

@@ -166,9 +166,19 @@ impl Device {
         } else {
             None
         };
-        let tensor_maps = match module.get_global(TENSOR_MAPS_SYMBOL, &self.stream) {
-            Err(_) => None,
-            Ok(symbol) => {
+        // Only a module whose symbol table names `evo_tensor_maps` is asked for it: a
+        // failed look-up is a driver error that compute-sanitizer counts against the run.
+        let declares_maps = cubin
+            .windows(TENSOR_MAPS_SYMBOL.len())
+            .any(|w| w == TENSOR_MAPS_SYMBOL.as_bytes());
+        let lookup = if declares_maps {
+            module.get_global(TENSOR_MAPS_SYMBOL, &self.stream).ok()
+        } else {
+            None
+        };
+        let tensor_maps = match lookup {
+            None => None,
+            Some(symbol) => {
                 let raw: Vec<u8> = self
                     .stream
                     .clone_dtoh(&symbol)

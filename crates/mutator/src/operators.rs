@@ -38,7 +38,7 @@ pub fn mutate<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<(Genome, Vec<Operator>), SpaceError> {
     // Only genes that shape this family's kernel: moving another one changes nothing.
-    let mut genes: Vec<Gene> = space
+    let genes: Vec<Gene> = space
         .free_genes()
         .into_iter()
         .filter(|g| g.applies(parent.family))
@@ -46,6 +46,27 @@ pub fn mutate<R: Rng + ?Sized>(
     if genes.is_empty() {
         return Ok((*parent, Vec::new()));
     }
+    // A move that only repair can make valid may be undone by it entirely (P into
+    // registers with WMMA math, say): draw again, a bounded number of times.
+    let mut last = (*parent, Vec::new());
+    for _ in 0..MUTATION_ATTEMPTS {
+        last = mutate_once(parent, space, genes.clone(), rng)?;
+        if last.0 != *parent {
+            break;
+        }
+    }
+    Ok(last)
+}
+
+/// Draws left after which [`mutate`] returns an undone mutation as it is.
+const MUTATION_ATTEMPTS: usize = 16;
+
+fn mutate_once<R: Rng + ?Sized>(
+    parent: &Genome,
+    space: &SearchSpace,
+    mut genes: Vec<Gene>,
+    rng: &mut R,
+) -> Result<(Genome, Vec<Operator>), SpaceError> {
     let count = if genes.len() > 1 && rng.random_bool(0.5) {
         2
     } else {

@@ -6,7 +6,7 @@
 //! replaying that landscape must stay inside it, because outside it there are no
 //! measurements and replay never invents numbers.
 
-use evo_genome::{Gene, Genome, HeadDim, Target, GENES};
+use evo_genome::{Family, Gene, Genome, HeadDim, Target, GENES};
 use rand::Rng;
 use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -118,6 +118,22 @@ impl SubSpace {
     }
 }
 
+/// A family no genome of which can run on `target` is not part of its space (the Hopper
+/// family off sm_90), so no mutation proposes it only for repair to take it back. A
+/// sub-space that names only such a family keeps it, and reports no valid genome.
+fn restrict_families(allowed: &mut [Vec<usize>; GENES], target: Target) {
+    let family = &mut allowed[Gene::Family as usize];
+    let runs = |&i: &usize| {
+        let f = Family::ALL[i];
+        HeadDim::ALL
+            .iter()
+            .any(|&d| evo_genome::space::count_valid_in(f, d, target) > 0)
+    };
+    if family.iter().any(runs) {
+        family.retain(runs);
+    }
+}
+
 /// Where a search may go: allowed alleles per gene, judged for one head dimension
 /// on one device.
 #[derive(Debug, Clone)]
@@ -132,8 +148,10 @@ pub struct SearchSpace {
 impl SearchSpace {
     /// Every allele of every gene.
     pub fn full(head_dim: HeadDim, target: Target) -> SearchSpace {
+        let mut allowed = Gene::ALL.map(|g| (0..g.allele_count()).collect::<Vec<usize>>());
+        restrict_families(&mut allowed, target);
         SearchSpace {
-            allowed: Gene::ALL.map(|g| (0..g.allele_count()).collect()),
+            allowed,
             head_dim,
             target,
             valid_points: None,
@@ -146,8 +164,10 @@ impl SearchSpace {
         head_dim: HeadDim,
         target: Target,
     ) -> Result<SearchSpace, SpaceError> {
+        let mut allowed = sub.allowed()?;
+        restrict_families(&mut allowed, target);
         let mut space = SearchSpace {
-            allowed: sub.allowed()?,
+            allowed,
             head_dim,
             target,
             valid_points: None,
