@@ -1,5 +1,5 @@
 use crate::util::{evo, stderr, stdout};
-use evo_genome::{space, HeadDim, Target};
+use evo_genome::{space, Family, HeadDim, Target};
 
 fn thousands(n: u128) -> String {
     let digits = n.to_string();
@@ -14,25 +14,38 @@ fn thousands(n: u128) -> String {
 }
 
 #[test]
-fn space_prints_every_device_and_head_dim() {
+fn space_prints_every_device_family_and_head_dim() {
     let out = evo(&["space"], &[]);
     let text = stdout(&out);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(text.contains(&thousands(space::total_size())), "{text}");
+    for family in Family::ALL {
+        assert!(text.contains(&thousands(space::family_size(*family))), "{text}");
+    }
     for target in Target::ALL {
-        for d in HeadDim::ALL {
-            let valid = thousands(space::count_valid(d, target));
-            let row = text
-                .lines()
-                .find(|l| {
-                    let cols: Vec<&str> = l.split_whitespace().collect();
-                    cols.len() > 2 && cols[0] == target.arch() && cols[1] == d.to_string()
-                })
-                .unwrap_or_else(|| panic!("no row for {target} D{d}:\n{text}"));
-            assert!(row.contains(&valid), "{row} should hold {valid}");
+        for family in Family::ALL {
+            for d in HeadDim::ALL {
+                let valid = thousands(space::count_valid_in(*family, d, target));
+                let row = text
+                    .lines()
+                    .find(|l| {
+                        let cols: Vec<&str> = l.split_whitespace().collect();
+                        cols.len() > 3
+                            && cols[0] == target.arch()
+                            && cols[1] == family.label()
+                            && cols[2] == d.to_string()
+                    })
+                    .unwrap_or_else(|| panic!("no row for {target} {family} D{d}:\n{text}"));
+                assert!(row.contains(&valid), "{row} should hold {valid}");
+            }
         }
     }
-    assert!(text.contains("rule excluding the most genomes"), "{text}");
+    // No Hopper kernel runs on sm_89, and the rule that says so is named.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("sm_89   hopper") && l.contains("hopper_needs_sm90")),
+        "{text}"
+    );
+    assert!(text.contains("rule excluding the most kernels"), "{text}");
 }
 
 #[test]

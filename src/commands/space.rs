@@ -2,15 +2,16 @@
 //! validity rule cuts it down the most.
 
 use clap::Args;
-use evo_genome::{rules, space, Genome, HeadDim, Rule, Target};
+use evo_genome::{rules, space, Family, Gene, Genome, HeadDim, Rule, Target};
 use std::collections::BTreeMap;
 
-/// Count the valid genomes per device and head dimension.
+/// Count the valid kernels per device, family and head dimension.
 ///
 /// A genome is valid when every rule of crates/genome/src/rules.rs holds (shared
-/// memory and register budgets, which math combinations exist). Only 9 of the 16
-/// genes appear in a rule, so the count walks their product and multiplies by the
-/// free genes' product: exact, and instant.
+/// memory and register budgets, which math combinations exist, which device a family
+/// runs on). Each family is counted over the genes that shape its kernels (the others
+/// do not make a different kernel); only the genes that appear in a rule are walked,
+/// and the count multiplies by the free genes' product: exact, and instant.
 #[derive(Debug, Args)]
 pub struct SpaceArgs {
     /// Only this device: sm_89 (Ada, e.g. L4) or sm_90 (Hopper, e.g. H100). Default: both.
@@ -18,14 +19,21 @@ pub struct SpaceArgs {
     pub target: Option<Target>,
 }
 
-/// Genomes each rule excludes (a genome breaking two rules counts for both).
-fn excluded_by_rule(head_dim: HeadDim, target: Target) -> BTreeMap<Rule, u128> {
+/// Kernels of one family each rule excludes (a kernel breaking two rules counts for both).
+fn excluded_by_rule(family: Family, head_dim: HeadDim, target: Target) -> BTreeMap<Rule, u128> {
+    let applies = |g: &Gene| g.applies(family) && *g != Gene::Family;
     let free: u128 = space::free_genes()
         .iter()
+        .filter(|g| applies(g))
         .map(|g| g.allele_count() as u128)
         .product();
+    let structural: Vec<Gene> = space::STRUCTURAL.into_iter().filter(applies).collect();
+    let base = Genome {
+        family,
+        ..Genome::baseline()
+    };
     let mut counts = BTreeMap::new();
-    for g in space::product(Genome::baseline(), &space::STRUCTURAL) {
+    for g in space::product(base, &structural) {
         for v in rules::violations(&g, head_dim, target) {
             *counts.entry(v.rule).or_insert(0) += free;
         }
@@ -47,49 +55,66 @@ fn thousands(n: u128) -> String {
 }
 
 pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
-    let total = space::total_size();
     let targets: Vec<Target> = match args.target {
         Some(t) => vec![t],
         None => Target::ALL.to_vec(),
     };
     println!(
-        "{} genes; the full product of their alleles has {} genomes.\n",
-        evo_genome::Gene::ALL.len(),
-        thousands(total)
+        "{} genes in {} kernel families; a family's kernels are the product of the genes \
+         that shape it:",
+        Gene::ALL.len(),
+        Family::ALL.len()
     );
+    for &family in Family::ALL {
+        let genes = Genome {
+            family,
+            ..Genome::baseline()
+        }
+        .genes();
+        println!(
+            "  {family:<7} {} genes, {} kernels",
+            genes.len() - 1,
+            thousands(space::family_size(family))
+        );
+    }
+    println!();
     println!(
-        "{:<7} {:>4} {:>13} {:>8}   rule excluding the most genomes",
-        "device", "D", "valid", "share"
+        "{:<7} {:<7} {:>4} {:>13} {:>8}   rule excluding the most kernels",
+        "device", "family", "D", "valid", "share"
     );
     let mut top_rules = Vec::new();
     for target in targets {
-        for head_dim in HeadDim::ALL {
-            let valid = space::count_valid(head_dim, target);
-            let excluded = excluded_by_rule(head_dim, target);
-            let top = excluded.iter().max_by_key(|(_, n)| **n);
-            let top_text = match top {
-                Some((rule, n)) => {
-                    if !top_rules.contains(rule) {
-                        top_rules.push(*rule);
+        for &family in Family::ALL {
+            let total = space::family_size(family);
+            for head_dim in HeadDim::ALL {
+                let valid = space::count_valid_in(family, head_dim, target);
+                let excluded = excluded_by_rule(family, head_dim, target);
+                let top = excluded.iter().max_by_key(|(_, n)| **n);
+                let top_text = match top {
+                    Some((rule, n)) => {
+                        if !top_rules.contains(rule) {
+                            top_rules.push(*rule);
+                        }
+                        format!(
+                            "{rule} ({} kernels, {:.1}%)",
+                            thousands(*n),
+                            100.0 * *n as f64 / total as f64
+                        )
                     }
-                    format!(
-                        "{rule} ({} genomes, {:.1}%)",
-                        thousands(*n),
-                        100.0 * *n as f64 / total as f64
-                    )
-                }
-                None => "none".to_string(),
-            };
-            println!(
-                "{:<7} {:>4} {:>13} {:>7.2}%   {top_text}",
-                target.arch(),
-                head_dim.get(),
-                thousands(valid),
-                100.0 * valid as f64 / total as f64
-            );
+                    None => "none".to_string(),
+                };
+                println!(
+                    "{:<7} {:<7} {:>4} {:>13} {:>7.2}%   {top_text}",
+                    target.arch(),
+                    family.label(),
+                    head_dim.get(),
+                    thousands(valid),
+                    100.0 * valid as f64 / total as f64
+                );
+            }
         }
     }
-    println!("\nA genome breaking several rules counts for each of them.");
+    println!("\nA kernel breaking several rules counts for each of them.");
     for rule in top_rules {
         println!("{rule}: {}", rule.why());
     }
