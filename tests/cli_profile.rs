@@ -117,3 +117,34 @@ fn a_genome_or_a_source_and_a_valid_problem_are_required() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--problem"), "{}", stderr(&o));
 }
+
+/// A recorded profile is re-read without a GPU or ncu: the H100 fixture's summary.
+#[test]
+fn a_recorded_csv_is_summarised_without_a_gpu() {
+    let o = evo(
+        &[
+            "profile",
+            "--csv",
+            "crates/gates/tests/fixtures/ncu_h100_fa3.csv",
+        ],
+        &[("PATH", "")],
+    );
+    let out = crate::util::stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for line in [
+        "device                 NVIDIA H100 80GB HBM3",
+        "duration               479.8 µs",
+        "registers / thread     168",
+        "tensor pipe            65.0 % active; wgmma",
+        "stall #1               wait 0.59",
+    ] {
+        assert!(out.contains(line), "{line:?} not in:\n{out}");
+    }
+    let o = evo(&["profile", "--csv", "no_such.csv"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no_such.csv: cannot read"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -22,14 +22,18 @@ use std::process::Command;
 #[derive(Debug, clap::Args)]
 pub struct ProfileArgs {
     /// The genome file to profile (or use --source).
-    #[arg(required_unless_present = "source", conflicts_with = "source")]
+    #[arg(required_unless_present_any = ["source", "csv"], conflicts_with = "source")]
     pub genome: Option<PathBuf>,
     /// A hand-written kernel file under kernels/ABI.md instead of a genome.
     #[arg(long, value_name = "FILE.cu")]
     pub source: Option<PathBuf>,
     /// The problem: B,H,Lq,Lk,D,dtype[,causal], e.g. 2,16,4096,4096,128,f16.
-    #[arg(long, value_name = "SPEC")]
-    pub problem: Problem,
+    #[arg(long, value_name = "SPEC", required_unless_present = "csv")]
+    pub problem: Option<Problem>,
+    /// Summarise a recorded ncu CSV (an earlier profile's ncu.csv) instead of profiling:
+    /// no GPU or ncu needed.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["genome", "source", "problem", "out"])]
+    pub csv: Option<PathBuf>,
     /// Output folder (an experiment's folder, say)
     /// [default: experiments/<date>-<device>-profile-<name>].
     #[arg(long, value_name = "DIR")]
@@ -62,6 +66,12 @@ pub struct ProfileTargetArgs {
 }
 
 pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.csv {
+        return resummarise(path, args.json);
+    }
+    let Some(problem) = args.problem else {
+        bail!("--problem SPEC is needed to profile (B,H,Lq,Lk,D,dtype[,causal])");
+    };
     let ncu = find_ncu(
         std::env::var("PATH").ok().as_deref(),
         std::env::var("CUDA_HOME").ok().as_deref(),
@@ -86,12 +96,12 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let built = compile_all(
         &tc,
         std::slice::from_ref(source),
-        &variants_for(&[args.problem]),
+        &variants_for(&[problem]),
         target,
     );
     let compiled = match &built[0][0].result {
         Ok(c) => c,
-        Err(e) => bail!("{name} does not build for {}: {e}", args.problem),
+        Err(e) => bail!("{name} does not build for {}: {e}", problem),
     };
 
     let stem = Path::new(&name)
@@ -135,18 +145,14 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         "--name".into(),
         name.clone(),
         "--problem".into(),
-        problem_spec(&args.problem),
+        problem_spec(&problem),
         "--seed".into(),
         args.seed.to_string(),
         "--launches".into(),
         (args.launch_skip + 2).to_string(),
     ];
     let ncu_argv = ncu_args(args.launch_skip, &metrics, &child);
-    eprintln!(
-        "profiling {name} on {} with {}",
-        args.problem,
-        ncu.display()
-    );
+    eprintln!("profiling {name} on {} with {}", problem, ncu.display());
     let run = Command::new(&ncu)
         .args(&ncu_argv)
         .output()
@@ -194,7 +200,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let summary = ProfileSummary::from_row(&rows[0]);
     let json = serde_json::to_string_pretty(&serde_json::json!({
         "name": name,
-        "problem": args.problem,
+        "problem": problem,
         "seed": args.seed,
         "launch_skip": args.launch_skip,
         "summary": summary,
@@ -203,13 +209,30 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{json}");
     } else {
-        println!("{name} on {}", args.problem);
+        println!("{name} on {}", problem);
         print!("{summary}");
     }
     eprintln!(
         "wrote profile.json, ncu.csv and the CUBIN to {}",
         out.display()
     );
+    Ok(())
+}
+
+/// The summary of a recorded CSV, printed (the table, or JSON with `json`).
+fn resummarise(path: &Path, json: bool) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    let rows = parse_raw_csv(&text).with_context(|| format!("{}", path.display()))?;
+    let Some(row) = rows.first() else {
+        bail!("{}: ncu's CSV holds no profiled launch", path.display());
+    };
+    let summary = ProfileSummary::from_row(row);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{summary}");
+    }
     Ok(())
 }
 
