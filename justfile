@@ -53,6 +53,11 @@ bench *args:
 gate *args:
     cargo run --quiet -- gate {{ args }}
 
+# Profile one launch with Nsight Compute: occupancy, tensor pipe, throughputs, top stalls (GPU), e.g. `just profile genomes/fa3.toml --problem 2,16,4096,4096,128,f16`
+[group('gpu')]
+profile *args:
+    cargo run --quiet -- profile {{ args }}
+
 # The GPU test set: hand-written adversarial kernels, named genomes, cuBLAS hybrid, ABI errors
 [group('gpu')]
 gpu-test:

@@ -37,6 +37,11 @@ pub enum Command {
     Strategies(commands::strategies::StrategiesArgs),
     /// Measure every genome of a declared sub-space and record the landscape.
     Landscape(commands::landscape::LandscapeArgs),
+    /// Profile one launch of a genome or a .cu file with Nsight Compute (ncu) and summarise it.
+    Profile(commands::profile::ProfileArgs),
+    /// Internal: the process ncu profiles; loads a CUBIN and launches its kernel.
+    #[command(hide = true)]
+    ProfileTarget(commands::profile::ProfileTargetArgs),
     /// Internal: evaluate candidates sent as JSON lines on stdin (one child per GPU).
     #[command(hide = true)]
     Worker(commands::worker::WorkerArgs),

@@ -14,3 +14,5 @@ mod cli_gate;
 mod champion;
 // The GPU backend's commands without a GPU: clear messages, named plan errors.
 mod cli_gpu_backend;
+// `evo profile`: the no-ncu and no-GPU messages, argument errors.
+mod cli_profile;

@@ -142,7 +142,7 @@ pub(crate) fn today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if c.is_ascii_alphanumeric() {

@@ -7,6 +7,7 @@ pub mod gate;
 pub mod insights;
 pub mod landscape;
 pub mod lineage;
+pub mod profile;
 pub mod replay;
 pub mod space;
 pub mod strategies;
@@ -26,6 +27,8 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Replay(a) => replay::run(a),
         Command::Strategies(a) => strategies::run(a),
         Command::Landscape(a) => landscape::run(a),
+        Command::Profile(a) => profile::run(a),
+        Command::ProfileTarget(a) => profile::run_target(a),
         Command::Worker(a) => worker::run(a),
     }
 }

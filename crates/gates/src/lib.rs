@@ -18,6 +18,7 @@ pub mod green;
 pub mod inputs;
 pub mod kernel;
 pub mod outcome;
+pub mod profile;
 pub mod reference;
 pub mod report;
 pub mod suite;
