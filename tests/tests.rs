@@ -14,3 +14,5 @@ mod cli_gate;
 mod champion;
 // The GPU backend's commands without a GPU: clear messages, named plan errors.
 mod cli_gpu_backend;
+// The island model: islands as processes, kill and resume, `evo merge`.
+mod islands;

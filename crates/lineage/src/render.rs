@@ -34,6 +34,12 @@ pub fn gene_changes(lineage: &Lineage, node: &Node) -> String {
         return text;
     };
     let mut items = Vec::new();
+    // In a merged island lineage, an edge between islands is a migration.
+    if let (Some(from), Some(to)) = (parent.island, node.island) {
+        if from != to {
+            items.push(format!("parent migrated from island {from}"));
+        }
+    }
     for op in &node.operators {
         if let Operator::Crossover { other } = op {
             let partner = lineage.get(other).map_or(other.to_string(), Node::label);

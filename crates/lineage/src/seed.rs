@@ -104,6 +104,7 @@ pub fn seed_lineage(
                 generation: generation as u32,
                 operators,
                 evaluation: measure(name, &genome),
+                island: None,
             },
             &parents,
         )?;

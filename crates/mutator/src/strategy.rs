@@ -220,6 +220,28 @@ impl Strategy {
         }
     }
 
+    /// The ids of the best `n` members of the evolutionary population that passed
+    /// (best first); empty for the other strategies.
+    pub(crate) fn elites(&self, n: usize) -> Vec<GenomeId> {
+        let Strategy::Evolutionary(e) = self else {
+            return Vec::new();
+        };
+        let mut ranked: Vec<&(Candidate, f64)> =
+            e.population.iter().filter(|(_, s)| s.is_finite()).collect();
+        ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+        ranked.iter().take(n).map(|(c, _)| c.genome.id()).collect()
+    }
+
+    /// Immigrants take the places of the worst members of the evolutionary population.
+    pub(crate) fn immigrate(&mut self, immigrants: Vec<(Candidate, f64)>) {
+        if let Strategy::Evolutionary(e) = self {
+            e.population.sort_by(|a, b| a.1.total_cmp(&b.1));
+            let keep = e.population.len().saturating_sub(immigrants.len());
+            e.population.truncate(keep);
+            e.population.extend(immigrants);
+        }
+    }
+
     /// Feeds back the evaluations of the last batch (same order as proposed).
     pub(crate) fn observe(&mut self, results: &[(Candidate, Evaluation)]) {
         if let Strategy::Evolutionary(e) = self {
