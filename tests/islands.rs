@@ -121,11 +121,30 @@ fn islands_as_processes_reach_the_optimum_and_merge_deterministically() {
         );
     }
     assert!(lineage.nodes().all(|n| !n.is_immigrant()));
-    let migrations = lineage
-        .edges()
-        .filter(|(p, c, _)| p.island != c.island)
-        .count();
-    assert!(migrations > 0, "no migration edge in the merged lineage");
+    // Every child an island bred from an immigrant has its edge from the node that
+    // measured the immigrant, on another island.
+    let mut migrations = 0;
+    for (k, exp) in experiments.iter().enumerate() {
+        let own = evo_lineage::Lineage::load(&exp.join("lineage.json")).unwrap();
+        // A genome another island measured too is kept as the merge first reached it.
+        let kept_here = |n: &&evo_lineage::Node| {
+            lineage.get(&n.id).unwrap().island == Some(k as u32) && !n.is_immigrant()
+        };
+        for node in own.nodes().filter(kept_here) {
+            for parent in own.parents(&node.id).iter().filter(|p| p.is_immigrant()) {
+                let merged_parent = lineage.get(&parent.id).unwrap();
+                assert_ne!(merged_parent.island, node.island);
+                assert!(lineage.parents(&node.id).iter().any(|p| p.id == parent.id));
+                migrations += 1;
+            }
+        }
+    }
+    assert!(migrations > 0, "no island bred from an immigrant");
+    assert!(
+        stdout(&out).contains(&format!("{migrations} migration edges")),
+        "{}",
+        stdout(&out)
+    );
     let records = std::fs::read_to_string(merged.join("evaluations.jsonl")).unwrap();
     assert_eq!(records.lines().count(), 360);
 

@@ -4,7 +4,9 @@
 //! island takes in from another appears there as an *immigrant*: a root carrying the
 //! other island's measurement. Merging drops the immigrants and keeps the node that
 //! measured the genome, so an island's child of an immigrant gets an edge from the
-//! other island's node: a migration edge. Every node carries the island that measured
+//! other island's node: a migration edge. (Islands that start from the same named
+//! seeds each measure them; the merge keeps one node, and the other islands' children
+//! of it get cross-island edges that are no migration.) Every node carries the island that measured
 //! it. A genome that two islands measured on their own is kept once, as the merge
 //! first reaches it; every measurement still stays in the merged `evaluations.jsonl`.
 //!
@@ -53,7 +55,9 @@ pub enum MergeError {
 pub struct MergeSummary {
     /// Nodes of the merged graph.
     pub nodes: usize,
-    /// Edges whose parent and child were measured on different islands.
+    /// Edges from an immigrant to a child bred from it: the island took the parent in
+    /// from the island that measured it. (A cross-island edge may also come from a
+    /// genome both islands measured, such as a named seed; that is no migration.)
     pub migration_edges: usize,
     /// Immigrant nodes replaced by the node that measured them.
     pub immigrants: usize,
@@ -127,6 +131,11 @@ pub fn merge_islands(
                 if merged.contains(&node.id) {
                     summary.duplicates += 1;
                 } else {
+                    summary.migration_edges += lineage
+                        .parents(&node.id)
+                        .iter()
+                        .filter(|p| p.is_immigrant())
+                        .count();
                     let mut node = (*node).clone();
                     node.island = Some(*k);
                     merged.add(node, &parents)?;
@@ -156,9 +165,5 @@ pub fn merge_islands(
         }
     }
     summary.nodes = merged.len();
-    summary.migration_edges = merged
-        .edges()
-        .filter(|(p, c, _)| p.island != c.island)
-        .count();
     Ok((merged, summary))
 }

@@ -34,10 +34,10 @@ pub fn gene_changes(lineage: &Lineage, node: &Node) -> String {
         return text;
     };
     let mut items = Vec::new();
-    // In a merged island lineage, an edge between islands is a migration.
+    // In a merged island lineage: a migrant, or a genome (a seed) both islands measured.
     if let (Some(from), Some(to)) = (parent.island, node.island) {
         if from != to {
-            items.push(format!("parent migrated from island {from}"));
+            items.push(format!("parent measured on island {from}"));
         }
     }
     for op in &node.operators {

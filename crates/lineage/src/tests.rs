@@ -401,7 +401,7 @@ fn merged_islands_form_one_graph_with_migration_edges() {
     assert_eq!(champion.island, Some(1));
     let path: Vec<Option<u32>> = merged.champion_path().iter().map(|n| n.island).collect();
     assert_eq!(path, [Some(0), Some(0), Some(1)]);
-    assert!(render_markdown(&merged).contains("parent migrated from island 0"));
+    assert!(render_markdown(&merged).contains("parent measured on island 0"));
     // The same inputs in another order give the same file.
     let mut reversed = islands.clone();
     reversed.reverse();
