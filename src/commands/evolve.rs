@@ -11,7 +11,7 @@
 //! With `--backend auto` the search runs on the GPU when a CUDA device is present,
 //! else it replays the recorded landscape and says so on its first line.
 
-use crate::gpu::{GpuEvaluator, GpuPlan, Plant};
+use crate::gpu::{parse_gpus, GpuEvaluator, GpuPlan, Plant};
 use anyhow::{bail, Context};
 use evo_gates::{GreenSuite, TimingSuite};
 use evo_genome::{Dtype, GenomeFile, Problem, Target};
@@ -76,6 +76,10 @@ pub struct EvolveArgs {
     /// B2 H16 L4096 D128, each causal and not, f16.
     #[arg(long, value_parser = ["anchors"])]
     pub suite: Option<String>,
+    /// Run one worker per GPU: `all`, or ordinals such as `0,1` (GPU backend; every GPU
+    /// must be the same model) [default: the first GPU].
+    #[arg(long, value_name = "all|0,1,...")]
+    pub gpus: Option<String>,
     /// Seconds the GPU worker may spend on one candidate before it is killed as hung.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
@@ -126,6 +130,7 @@ fn gpu_evaluator(
     objective: &[Problem],
     plant_faults: Option<usize>,
     timeout: Duration,
+    gpus: Option<&[u32]>,
 ) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
     let plant = match plant_faults {
         None => None,
@@ -141,14 +146,17 @@ fn gpu_evaluator(
                 .collect::<anyhow::Result<_>>()?,
         }),
     };
-    let evaluator = GpuEvaluator::start(GpuPlan {
-        green_cases: GreenSuite::Quick.cases(),
-        objective: objective.to_vec(),
-        seed: 2026,
-        timeout,
-        cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
-        plant,
-    })?;
+    let evaluator = GpuEvaluator::start_on(
+        GpuPlan {
+            green_cases: GreenSuite::Quick.cases(),
+            objective: objective.to_vec(),
+            seed: 2026,
+            timeout,
+            cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+            plant,
+        },
+        gpus,
+    )?;
     let target = evaluator.target();
     Ok((Box::new(evaluator), target))
 }
@@ -389,6 +397,9 @@ fn prepare(
             if args.plant_faults.is_some() {
                 bail!("--plant-faults is a drill of the GPU worker; replay runs no kernel");
             }
+            if args.gpus.is_some() {
+                bail!("--gpus chooses the GPUs of the GPU backend; replay runs on none");
+            }
             if !config.suite.is_empty() {
                 bail!("a suite objective needs the GPU backend; a landscape answers only its own shape");
             }
@@ -426,10 +437,12 @@ fn prepare(
                 .map(|p| p.head_dim)
                 .max()
                 .expect("not empty");
+            let gpus = args.gpus.as_deref().map(parse_gpus).transpose()?;
             let (evaluator, target) = gpu_evaluator(
                 &objective,
                 args.plant_faults,
                 Duration::from_secs(args.timeout),
+                gpus.as_deref(),
             )?;
             if let Some(asked) = config.target.filter(|t| *t != target) {
                 bail!("experiment.toml asks for target {asked}, but this GPU is {target}");

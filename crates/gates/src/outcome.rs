@@ -80,6 +80,10 @@ pub struct Evaluation {
     pub genome: Genome,
     /// Device name as the driver reports it, e.g. `NVIDIA H100 80GB HBM3`.
     pub device: String,
+    /// Which GPU of the search's machine ran it (the CUDA ordinal among the GPUs the
+    /// search could see), when the GPU worker pool ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_index: Option<u32>,
     pub status: Status,
     /// Objective value in microseconds (lower is better): the median on one shape, or the
     /// geometric mean of the medians over a suite. `None` unless `status` is `Ok`.
@@ -102,6 +106,7 @@ impl Evaluation {
             genome_id: genome.id(),
             genome,
             device: device.to_string(),
+            device_index: None,
             status,
             score_us: None,
             timings: Vec::new(),

@@ -46,6 +46,7 @@ pub fn seeds_record(name: &str, genome: &Genome) -> Option<Evaluation> {
         genome_id: genome.id(),
         genome: *genome,
         device: SEEDS_DEVICE.into(),
+        device_index: None,
         status: Status::Ok,
         score_us: Some(us),
         timings: vec![Timing {

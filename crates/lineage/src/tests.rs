@@ -8,6 +8,7 @@ fn ok(genome: Genome, us: f64, device: &str) -> Evaluation {
         genome_id: genome.id(),
         genome,
         device: device.into(),
+        device_index: None,
         status: Status::Ok,
         score_us: Some(us),
         timings: Vec::new(),

@@ -110,6 +110,7 @@ pub fn synthetic_evaluation(g: &Genome, head_dim: HeadDim, target: Target) -> Ev
         genome_id: g.id(),
         genome: *g,
         device: DEVICE.into(),
+        device_index: None,
         status: Status::Ok,
         score_us: Some(us),
         timings: vec![Timing {
