@@ -15,7 +15,7 @@ use evo_lineage::{merge_islands, render_insights, render_markdown, write_atomic,
 use evo_mutator::cache::read_json_lines;
 use evo_mutator::{CacheRecord, ExperimentConfig, EXPERIMENT_FILE};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct MergeArgs {
@@ -38,7 +38,7 @@ struct IslandRun {
     record_count: usize,
 }
 
-fn load(dir: &PathBuf) -> anyhow::Result<IslandRun> {
+fn load(dir: &Path) -> anyhow::Result<IslandRun> {
     let config_path = dir.join(EXPERIMENT_FILE);
     let config = ExperimentConfig::load(&config_path)?;
     let Some(island) = config.island else {
@@ -68,7 +68,7 @@ fn load(dir: &PathBuf) -> anyhow::Result<IslandRun> {
         records.push('\n');
     }
     Ok(IslandRun {
-        dir: dir.clone(),
+        dir: dir.to_path_buf(),
         island: island.island,
         islands: island.islands,
         lineage,
@@ -81,7 +81,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<()> {
     let mut runs = args
         .experiments
         .iter()
-        .map(load)
+        .map(|dir| load(dir))
         .collect::<anyhow::Result<Vec<_>>>()?;
     runs.sort_by_key(|r| r.island);
     let islands = runs[0].islands;

@@ -18,8 +18,8 @@
 //! folder again.
 
 use crate::cache::{read_json_lines, CacheError};
-use evo_gates::Evaluation;
 use evo_genome::GenomeId;
+use evo_record::Evaluation;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -210,7 +210,7 @@ impl Exchange {
     /// True when the end of generation `generation` (counted from 0) is an exchange
     /// point: after every `every` generations.
     pub fn due(&self, generation: u32) -> bool {
-        (generation + 1) % self.config.every == 0
+        (generation + 1).is_multiple_of(self.config.every)
     }
 
     /// Writes this island's elites after `generation`, whole or not at all.
