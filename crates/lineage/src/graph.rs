@@ -12,8 +12,8 @@
 //! in-memory representation changes.
 
 use crate::operator::Operator;
-use evo_gates::{Evaluation, Status};
 use evo_genome::{Genome, GenomeId};
+use evo_record::{Evaluation, Status};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
 use petgraph::Direction;

@@ -2,7 +2,7 @@
 
 use crate::graph::{Lineage, Node, ParentRole};
 use crate::operator::Operator;
-use evo_gates::Status;
+use evo_record::Status;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;

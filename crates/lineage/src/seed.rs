@@ -8,8 +8,8 @@
 
 use crate::graph::{Lineage, LineageError, LineageMeta, Node};
 use crate::operator::Operator;
-use evo_gates::{Evaluation, Status, Timing};
 use evo_genome::{Genome, GenomeFile, Problem};
+use evo_record::{Evaluation, Status, Timing};
 use thiserror::Error;
 
 /// The named genomes of the hand evolution, root first.

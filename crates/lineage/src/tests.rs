@@ -1,6 +1,6 @@
 use crate::*;
-use evo_gates::{Evaluation, Status};
 use evo_genome::{Gene, Genome, GenomeFile};
+use evo_record::{Evaluation, Status};
 use std::path::Path;
 
 fn ok(genome: Genome, us: f64, device: &str) -> Evaluation {

@@ -11,9 +11,9 @@
 
 use crate::operators::{self, Candidate};
 use crate::space::{SearchSpace, SpaceError};
-use evo_gates::Evaluation;
 use evo_genome::{GenomeFile, GenomeId};
 use evo_lineage::Operator;
+use evo_record::Evaluation;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};

@@ -3,9 +3,9 @@
 //! behaviour, and replay of the synthetic landscape fixture.
 
 use crate::*;
-use evo_gates::{Evaluation, Status};
 use evo_genome::{Gene, Genome, GenomeFile, GenomeId, HeadDim, Target};
 use evo_lineage::Operator;
+use evo_record::{Evaluation, Status};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::Cell;

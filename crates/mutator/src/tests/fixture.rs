@@ -7,8 +7,8 @@
 
 use crate::landscape::{LandscapeMeta, EVALUATIONS_FILE, META_FILE};
 use crate::space::{AlleleLabel, SearchSpace, SubSpace};
-use evo_gates::{Evaluation, Status, Timing};
 use evo_genome::{Gene, Genome, GenomeFile, HeadDim, Problem, Target};
+use evo_record::{Evaluation, Status, Timing};
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -1,7 +1,9 @@
 //! What an evaluation produced: the plain records every layer above the gates stores.
 //!
-//! These types carry no device handle, so the lineage, the cache and the replay
-//! backend can read and write them on a machine without a GPU.
+//! These types carry no device handle and this crate depends on no GPU library, so
+//! the lineage, the cache and the replay backend read and write them without pulling
+//! in cudarc or candle. The gates produce them (`evo_gates` re-exports this crate as
+//! `evo_gates::outcome`).
 
 use evo_genome::{Genome, GenomeId, Problem};
 use serde::{Deserialize, Serialize};
