@@ -68,6 +68,11 @@ gpu-test:
 landscape plan="experiments/2026-11-22-h100-landscape/plan.toml" out="experiments/2026-11-22-h100-landscape":
     cargo run --quiet -- landscape --plan {{ plan }} --out {{ out }}
 
+# Opt-in, as root on a throwaway Debian machine: install Slurm, run 3 islands as a job array on the replay backend, merge, check
+[group('test')]
+slurm-test run="target/slurm-test":
+    scripts/slurm/local-test.sh {{ run }}
+
 # Run every test on the CPU (NVRTC compiles, no GPU), then the compile sweep with its summary
 [group('test')]
 test: nvrtc

@@ -29,6 +29,8 @@ pub enum Command {
     Evolve(commands::evolve::EvolveArgs),
     /// Print an experiment's lineage: the path from the root to the champion.
     Lineage(commands::lineage::LineageArgs),
+    /// Join the experiments of an island-model search into one (one lineage graph).
+    Merge(commands::merge::MergeArgs),
     /// For each kind of gene change: how often it was tried, how often it helped.
     Insights(commands::insights::InsightsArgs),
     /// Re-evaluate an experiment's lineage on the GPU at hand: then vs now.

@@ -7,6 +7,11 @@
 //! the context and answers with an [`Evaluation`] per JSON line. A child that dies
 //! is recorded as `runtime_failed`, one that does not answer within the timeout is
 //! killed and recorded as `timeout`; either way a fresh child takes over.
+//!
+//! With several GPUs (`--gpus`), one worker runs per GPU, each pinned to its device
+//! through `CUDA_VISIBLE_DEVICES` and replaced on that same device when it dies; the
+//! candidates of a batch go to whichever worker is free. All GPUs must be one model,
+//! or their timings would not compare.
 
 use anyhow::{bail, Context};
 use evo_codegen::Toolchain;
@@ -14,12 +19,14 @@ use evo_gates::compile::{compile_all, resources, variants_for, BuiltVariant, Ker
 use evo_gates::{Case, Evaluation, Resources, Status};
 use evo_genome::{Dtype, Genome, HeadDim, Problem, Target};
 use evo_mutator::{Evaluator, EvaluatorError};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The first line a worker writes: which device it holds, or why it holds none.
@@ -97,6 +104,8 @@ pub struct Plant {
 pub struct WorkerCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Extra environment, e.g. the `CUDA_VISIBLE_DEVICES` that pins it to one GPU.
+    pub env: Vec<(String, String)>,
 }
 
 impl WorkerCommand {
@@ -106,8 +115,65 @@ impl WorkerCommand {
             program: std::env::current_exe()
                 .context("cannot locate the evo binary for the worker")?,
             args: vec!["worker".into()],
+            env: Vec::new(),
         })
     }
+
+    /// The same command, shown only GPU `ordinal` of the GPUs this process sees.
+    fn pinned(&self, ordinal: u32) -> anyhow::Result<WorkerCommand> {
+        let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        let mut pinned = self.clone();
+        pinned.env.push((
+            "CUDA_VISIBLE_DEVICES".into(),
+            pin(visible.as_deref(), ordinal)?,
+        ));
+        Ok(pinned)
+    }
+}
+
+/// The `CUDA_VISIBLE_DEVICES` value for GPU `ordinal` of this process's GPUs: under a
+/// scheduler that already narrowed them (`visible`, e.g. Slurm's `2,5`), the ordinal
+/// counts within that list.
+fn pin(visible: Option<&str>, ordinal: u32) -> anyhow::Result<String> {
+    match visible.map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(ordinal.to_string()),
+        Some(list) => {
+            let ids: Vec<&str> = list.split(',').map(str::trim).collect();
+            ids.get(ordinal as usize)
+                .map(|id| id.to_string())
+                .with_context(|| {
+                    format!(
+                        "--gpus asks for GPU {ordinal}, but CUDA_VISIBLE_DEVICES={list} shows {} GPU(s), numbered from 0",
+                        ids.len()
+                    )
+                })
+        }
+    }
+}
+
+/// The GPUs of `--gpus`: `all`, or ordinals such as `0,1`.
+pub fn parse_gpus(spec: &str) -> anyhow::Result<Vec<u32>> {
+    if spec.trim() == "all" {
+        let count = match std::env::var("CUDA_VISIBLE_DEVICES") {
+            Ok(list) if !list.trim().is_empty() => list.split(',').count(),
+            _ => std::fs::read_dir("/proc/driver/nvidia/gpus").map_or(0, |d| d.count()),
+        };
+        if count == 0 {
+            bail!("--gpus all: the NVIDIA driver reports no GPU on this machine");
+        }
+        return Ok((0..count as u32).collect());
+    }
+    let mut gpus = Vec::new();
+    for part in spec.split(',') {
+        let ordinal: u32 = part.trim().parse().with_context(|| {
+            format!("--gpus {spec}: `{part}` is not a GPU ordinal; use `all` or a list such as 0,1")
+        })?;
+        if gpus.contains(&ordinal) {
+            bail!("--gpus {spec}: GPU {ordinal} is named twice");
+        }
+        gpus.push(ordinal);
+    }
+    Ok(gpus)
 }
 
 /// A running `evo worker` child and the channel its stdout lines arrive on.
@@ -121,6 +187,7 @@ impl Worker {
     fn spawn(command: &WorkerCommand) -> anyhow::Result<(Worker, Hello)> {
         let mut child = Command::new(&command.program)
             .args(&command.args)
+            .envs(command.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -165,11 +232,11 @@ impl Drop for Worker {
     }
 }
 
-/// The search's evaluator on a real GPU: a compiler and a worker runner, kept apart
-/// so that one batch can compile (`&BatchCompiler`) while another runs (`&mut Runner`).
+/// The search's evaluator on real GPUs: a compiler and the workers, kept apart so
+/// that one batch can compile (`&BatchCompiler`) while another runs (`&mut RunnerPool`).
 pub struct GpuEvaluator {
     pub compiler: BatchCompiler,
-    pub runner: Runner,
+    pub runner: RunnerPool,
 }
 
 /// Compiles batches for the worker; shared between threads.
@@ -184,6 +251,8 @@ pub struct BatchCompiler {
 
 /// Feeds prepared candidates to the worker child, replacing it when it dies or hangs.
 pub struct Runner {
+    /// The GPU its worker is pinned to (recorded on its evaluations).
+    gpu: u32,
     command: WorkerCommand,
     device: String,
     seed: u64,
@@ -198,12 +267,13 @@ impl GpuEvaluator {
     /// Starts a worker to learn the device; fails with the worker's message when
     /// there is no CUDA device (the caller may fall back to replay).
     pub fn start(plan: GpuPlan) -> anyhow::Result<GpuEvaluator> {
-        let command = WorkerCommand::evo()?;
-        let (worker, hello) = Worker::spawn(&command)?;
-        let (device, target) = match hello {
-            Hello::Ready { device, target } => (device, target),
-            Hello::NoDevice { message } => bail!("{message}"),
-        };
+        GpuEvaluator::start_on(plan, None)
+    }
+
+    /// Starts one worker per GPU of `gpus` (ordinals; `None`: the first GPU, unpinned).
+    pub fn start_on(plan: GpuPlan, gpus: Option<&[u32]>) -> anyhow::Result<GpuEvaluator> {
+        let (runner, device, target) =
+            RunnerPool::start(&WorkerCommand::evo()?, gpus, plan.seed, plan.timeout)?;
         let target = target.with_context(|| {
             format!("{device}: no genome target describes this GPU (sm_89 and sm_90 are known)")
         })?;
@@ -211,15 +281,7 @@ impl GpuEvaluator {
         std::fs::create_dir_all(&plan.cubin_dir)
             .with_context(|| format!("{}: cannot create", plan.cubin_dir.display()))?;
         Ok(GpuEvaluator {
-            runner: Runner {
-                command,
-                device: device.clone(),
-                seed: plan.seed,
-                timeout: plan.timeout,
-                worker: Some(worker),
-                evaluated: 0,
-                best_us: None,
-            },
+            runner,
             compiler: BatchCompiler {
                 plan,
                 toolchain,
@@ -372,10 +434,149 @@ impl Runner {
                         eval = self.confirm(request.clone(), first);
                     }
                     remove_files(&request.variants);
+                    eval.device_index = Some(self.gpu);
                     eval
                 }
             })
             .inspect(|eval| done(eval))
+            .collect()
+    }
+}
+
+/// One [`Runner`] per GPU; a batch's candidates go to whichever is free.
+pub struct RunnerPool {
+    runners: Vec<Runner>,
+    /// GPUs were chosen (`--gpus`): the search streams each candidate to the workers
+    /// as soon as it is compiled, instead of compiling the whole batch first.
+    stream: bool,
+}
+
+impl RunnerPool {
+    /// Starts a worker on each GPU (`None`: one worker on the first GPU, unpinned) and
+    /// checks that they are one model: returns the pool, the model and its target.
+    fn start(
+        command: &WorkerCommand,
+        gpus: Option<&[u32]>,
+        seed: u64,
+        timeout: Duration,
+    ) -> anyhow::Result<(RunnerPool, String, Option<Target>)> {
+        let lanes: Vec<(u32, WorkerCommand)> = match gpus {
+            None => vec![(0, command.clone())],
+            Some([]) => bail!("--gpus names no GPU"),
+            Some(gpus) => gpus
+                .iter()
+                .map(|&g| Ok((g, command.pinned(g)?)))
+                .collect::<anyhow::Result<_>>()?,
+        };
+        let mut runners = Vec::new();
+        let mut models: Vec<(u32, String, Option<Target>)> = Vec::new();
+        for (gpu, command) in lanes {
+            let (worker, hello) = Worker::spawn(&command)?;
+            let (device, target) = match hello {
+                Hello::Ready { device, target } => (device, target),
+                Hello::NoDevice { message } if gpus.is_some() => bail!("GPU {gpu}: {message}"),
+                Hello::NoDevice { message } => bail!("{message}"),
+            };
+            models.push((gpu, device.clone(), target));
+            runners.push(Runner {
+                gpu,
+                command,
+                device,
+                seed,
+                timeout,
+                worker: Some(worker),
+                evaluated: 0,
+                best_us: None,
+            });
+        }
+        let (_, device, target) = models[0].clone();
+        if models.iter().any(|(_, d, _)| *d != device) {
+            let list = models
+                .iter()
+                .map(|(g, d, _)| format!("GPU {g}: {d}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            bail!(
+                "one search runs on one GPU model, or its timings would not compare ({list}); pick GPUs of one model with --gpus"
+            );
+        }
+        Ok((
+            RunnerPool {
+                runners,
+                stream: gpus.is_some(),
+            },
+            device,
+            target,
+        ))
+    }
+
+    /// The GPUs, in the order given.
+    pub fn gpus(&self) -> Vec<u32> {
+        self.runners.iter().map(|r| r.gpu).collect()
+    }
+
+    /// Runs prepared candidates on every GPU at once, handing each evaluation to `done`
+    /// as soon as it exists (in the order they finish); returns them in batch order.
+    pub fn run_prepared(
+        &mut self,
+        prepared: Vec<Prepared>,
+        done: &mut dyn FnMut(&Evaluation),
+    ) -> Vec<Evaluation> {
+        if let [one] = self.runners.as_mut_slice() {
+            return one.run_prepared(prepared, done);
+        }
+        let n = prepared.len();
+        let (tx, rx) = mpsc::channel();
+        for item in prepared.into_iter().enumerate() {
+            tx.send(item).expect("the receiver is alive");
+        }
+        drop(tx);
+        self.run_stream(rx, n, done)
+    }
+
+    /// Runs `n` candidates `(index in the batch, prepared)` as they arrive on `source`,
+    /// each on the first free GPU; returns them in batch order.
+    fn run_stream(
+        &mut self,
+        source: Receiver<(usize, Prepared)>,
+        n: usize,
+        done: &mut dyn FnMut(&Evaluation),
+    ) -> Vec<Evaluation> {
+        let mut results: Vec<Option<Evaluation>> = (0..n).map(|_| None).collect();
+        let source = Mutex::new(source);
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|scope| {
+            for runner in &mut self.runners {
+                let tx = tx.clone();
+                let source = &source;
+                scope.spawn(move || loop {
+                    let next = source.lock().expect("no thread panics holding it").recv();
+                    let Ok((i, p)) = next else { break };
+                    let eval = runner.run_prepared(vec![p], &mut |_| {});
+                    let eval = eval.into_iter().next().expect("one candidate, one answer");
+                    if tx.send((i, eval)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            for (i, eval) in rx {
+                done(&eval);
+                results[i] = Some(eval);
+            }
+        });
+        // A new best on one GPU is the bar for all: none re-times a slower one.
+        let best = self
+            .runners
+            .iter()
+            .filter_map(|r| r.best_us)
+            .min_by(f64::total_cmp);
+        for r in &mut self.runners {
+            r.best_us = best;
+        }
+        results
+            .into_iter()
+            .map(|e| e.expect("every candidate was answered"))
             .collect()
     }
 }
@@ -555,13 +756,45 @@ impl Evaluator for GpuEvaluator {
         batch: &[Genome],
         done: &mut dyn FnMut(&Evaluation),
     ) -> Result<Vec<Evaluation>, EvaluatorError> {
-        let prepared = self.compiler.compile_batch(batch);
-        Ok(self.runner.run_prepared(prepared, done))
+        if !self.runner.stream {
+            let prepared = self.compiler.compile_batch(batch);
+            return Ok(self.runner.run_prepared(prepared, done));
+        }
+        // Every GPU starts on the first candidates compiled while the rest compile.
+        let compiler = &self.compiler;
+        let runner = &mut self.runner;
+        let (tx, rx) = mpsc::channel();
+        Ok(std::thread::scope(|scope| {
+            scope.spawn(move || {
+                batch
+                    .par_iter()
+                    .enumerate()
+                    .for_each_with(tx, |tx, (i, genome)| {
+                        let prepared = compiler.compile_batch(std::slice::from_ref(genome));
+                        let prepared = prepared.into_iter().next().expect("one genome in, one out");
+                        // The receiver lives until every candidate is answered.
+                        let _ = tx.send((i, prepared));
+                    });
+            });
+            runner.run_stream(rx, batch.len(), done)
+        }))
     }
 
     fn describe(&self) -> String {
+        let gpus = self.runner.gpus();
+        let workers = match gpus.as_slice() {
+            [_] => "a child worker".to_string(),
+            many => format!(
+                "{} child workers, one per GPU ({})",
+                many.len(),
+                many.iter()
+                    .map(|g| g.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        };
         format!(
-            "evaluating on {} ({}), {} GREEN cases, objective {}; kernels run in a child worker \
+            "evaluating on {} ({}), {} GREEN cases, objective {}; kernels run in {workers} \
              (timeout {:.0} s)",
             self.compiler.device,
             self.compiler.target,
@@ -573,7 +806,7 @@ impl Evaluator for GpuEvaluator {
                 .map(|p| p.label())
                 .collect::<Vec<_>>()
                 .join(" + "),
-            self.runner.timeout.as_secs_f64()
+            self.runner.runners[0].timeout.as_secs_f64()
         )
     }
 }
@@ -712,9 +945,11 @@ mod tests {
         let command = WorkerCommand {
             program: "sh".into(),
             args: vec!["-c".into(), format!("echo '{hello}'; {script}")],
+            env: Vec::new(),
         };
         let (worker, _) = Worker::spawn(&command).unwrap();
         Runner {
+            gpu: 0,
             command,
             device: "stand-in GPU".into(),
             seed: 0,
@@ -817,5 +1052,193 @@ mod tests {
         r.run_prepared(vec![Prepared::Run(request())], &mut |_| seen += 1);
         assert_eq!(seen, 1, "each evaluation is handed over as it completes");
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 3);
+    }
+
+    /// A stand-in worker command: greets as `other GPU` when pinned to GPU 7, else as
+    /// `stand-in GPU`, logs `start GPU` when it starts, then runs `script`.
+    fn stand_in(dir: &Path, script: &str) -> WorkerCommand {
+        let hello = |device: &str| {
+            serde_json::to_string(&Hello::Ready {
+                device: device.into(),
+                target: Some(Target::Sm90),
+            })
+            .unwrap()
+        };
+        WorkerCommand {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                format!(
+                    "echo \"start $CUDA_VISIBLE_DEVICES\" >> {log}; \
+                     if [ \"$CUDA_VISIBLE_DEVICES\" = 7 ]; then echo '{other}'; else echo '{same}'; fi; {script}",
+                    log = dir.join("starts").display(),
+                    other = hello("other GPU"),
+                    same = hello("stand-in GPU"),
+                ),
+            ],
+            env: Vec::new(),
+        }
+    }
+
+    fn lines_of(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn a_pool_runs_a_batch_on_every_gpu_and_records_which() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = serde_json::to_string(&answer()).unwrap();
+        let script = format!(
+            "while read line; do echo \"$CUDA_VISIBLE_DEVICES\" >> {log}; sleep 0.2; echo '{json}'; done",
+            log = dir.path().join("requests").display()
+        );
+        let command = stand_in(dir.path(), &script);
+        let (mut pool, device, _) =
+            RunnerPool::start(&command, Some(&[0, 1]), 0, Duration::from_secs(20)).unwrap();
+        assert_eq!(device, "stand-in GPU");
+        assert_eq!(pool.gpus(), [0, 1]);
+        let batch = (0..6).map(|_| Prepared::Run(request())).collect();
+        let mut handed = 0;
+        let evals = pool.run_prepared(batch, &mut |_| handed += 1);
+        assert_eq!((evals.len(), handed), (6, 6));
+        assert!(evals.iter().all(|e| e.status == Status::Ok));
+        let on = |g| evals.iter().filter(|e| e.device_index == Some(g)).count();
+        assert_eq!(on(0) + on(1), 6);
+        assert!(
+            on(0) > 0 && on(1) > 0,
+            "one GPU ran nothing: {} / {}",
+            on(0),
+            on(1)
+        );
+        // Each worker saw only its own GPU.
+        let requests = lines_of(&dir.path().join("requests"));
+        assert!(
+            requests.iter().all(|l| l == "0" || l == "1"),
+            "{requests:?}"
+        );
+        assert_eq!(lines_of(&dir.path().join("starts")), ["start 0", "start 1"]);
+    }
+
+    #[test]
+    fn gpus_of_two_models_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = stand_in(dir.path(), "cat > /dev/null");
+        let err = RunnerPool::start(&command, Some(&[0, 7]), 0, Duration::from_secs(20))
+            .err()
+            .expect("two models are refused");
+        let message = err.to_string();
+        assert!(
+            message.contains("one search runs on one GPU model")
+                && message.contains("GPU 0: stand-in GPU")
+                && message.contains("GPU 7: other GPU"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_dead_worker_is_replaced_on_its_own_gpu() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = serde_json::to_string(&answer()).unwrap();
+        // The first worker on GPU 1 dies on its first candidate.
+        let script = format!(
+            "while read line; do if [ \"$CUDA_VISIBLE_DEVICES\" = 1 ] && [ ! -f {s} ]; then touch {s}; exit 3; fi; sleep 0.2; echo '{json}'; done",
+            s = dir.path().join("died").display()
+        );
+        let command = stand_in(dir.path(), &script);
+        let (mut pool, _, _) =
+            RunnerPool::start(&command, Some(&[0, 1]), 0, Duration::from_secs(20)).unwrap();
+        let batch = (0..6).map(|_| Prepared::Run(request())).collect();
+        let evals = pool.run_prepared(batch, &mut |_| {});
+        let died: Vec<&Evaluation> = evals
+            .iter()
+            .filter(|e| e.status == Status::RuntimeFailed)
+            .collect();
+        assert_eq!(died.len(), 1, "{evals:?}");
+        assert_eq!(died[0].device_index, Some(1));
+        assert!(died[0].detail.contains("died"), "{}", died[0].detail);
+        let mut starts = lines_of(&dir.path().join("starts"));
+        starts.sort();
+        assert_eq!(starts, ["start 0", "start 1", "start 1"]);
+    }
+
+    #[test]
+    fn gpu_ordinals_count_within_the_schedulers_list() {
+        assert_eq!(pin(None, 1).unwrap(), "1");
+        assert_eq!(pin(Some("2,5"), 1).unwrap(), "5");
+        let err = pin(Some("2,5"), 2).unwrap_err().to_string();
+        assert!(
+            err.contains("CUDA_VISIBLE_DEVICES=2,5 shows 2 GPU(s)"),
+            "{err}"
+        );
+        assert_eq!(parse_gpus("0, 1").unwrap(), [0, 1]);
+        assert!(parse_gpus("0,0")
+            .unwrap_err()
+            .to_string()
+            .contains("named twice"));
+        assert!(parse_gpus("first")
+            .unwrap_err()
+            .to_string()
+            .contains("`first` is not a GPU ordinal"));
+    }
+
+    #[test]
+    fn chosen_gpus_take_each_candidate_as_soon_as_it_is_compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = serde_json::to_string(&answer()).unwrap();
+        let script = format!("while read line; do sleep 0.1; echo '{json}'; done");
+        let command = stand_in(dir.path(), &script);
+        let (runner, device, target) =
+            RunnerPool::start(&command, Some(&[0, 1]), 0, Duration::from_secs(20)).unwrap();
+        assert!(runner.stream, "chosen GPUs stream");
+        let plan = GpuPlan {
+            green_cases: Vec::new(),
+            objective: vec![Problem::seed()],
+            seed: 0,
+            timeout: Duration::from_secs(20),
+            cubin_dir: dir.path().to_path_buf(),
+            plant: None,
+        };
+        let mut evaluator = GpuEvaluator {
+            runner,
+            compiler: BatchCompiler {
+                plan,
+                toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
+                device,
+                target: target.unwrap(),
+                prepared: AtomicUsize::new(0),
+            },
+        };
+        let batch: Vec<Genome> = ["champion-h100-seed", "fa2", "v7a", "phase6", "v6a", "v5"]
+            .iter()
+            .map(|n| {
+                evo_genome::GenomeFile::load(Path::new(&format!("genomes/{n}.toml")))
+                    .unwrap()
+                    .genes
+            })
+            .collect();
+        let mut handed = 0;
+        let evals = evaluator
+            .evaluate_each(&batch, &mut |_| handed += 1)
+            .unwrap();
+        assert_eq!((evals.len(), handed), (6, 6));
+        let on = |g| evals.iter().filter(|e| e.device_index == Some(g)).count();
+        assert!(
+            on(0) > 0 && on(1) > 0,
+            "one GPU ran nothing: {} / {}",
+            on(0),
+            on(1)
+        );
+        assert_eq!(
+            on(0) + on(1),
+            6,
+            "every candidate compiled and ran: {evals:?}"
+        );
+        assert!(evaluator
+            .describe()
+            .contains("2 child workers, one per GPU (0,1)"));
     }
 }

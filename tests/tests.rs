@@ -16,3 +16,5 @@ mod champion;
 mod cli_gpu_backend;
 // `evo profile`: the no-ncu and no-GPU messages, argument errors.
 mod cli_profile;
+// The island model: islands as processes, kill and resume, `evo merge`.
+mod islands;

@@ -11,7 +11,7 @@
 //! With `--backend auto` the search runs on the GPU when a CUDA device is present,
 //! else it replays the recorded landscape and says so on its first line.
 
-use crate::gpu::{GpuEvaluator, GpuPlan, Plant};
+use crate::gpu::{parse_gpus, GpuEvaluator, GpuPlan, Plant};
 use anyhow::{bail, Context};
 use evo_gates::{GreenSuite, TimingSuite};
 use evo_genome::{Dtype, GenomeFile, Problem, Target};
@@ -19,9 +19,9 @@ use evo_lineage::{
     plot_best_so_far, render_insights, render_markdown, Lineage, LineageMeta, PlotError,
 };
 use evo_mutator::{
-    search, Backend, BudgetConfig, EvaluationCache, Evaluator, EvolutionParams, ExperimentConfig,
-    Landscape, LandscapeEvaluator, SearchConfig, SearchOutcome, SearchSpace, Sinks, StopReason,
-    StrategyKind, WallClock, EXPERIMENT_FILE,
+    search, Backend, BudgetConfig, EvaluationCache, Evaluator, EvolutionParams, Exchange,
+    ExperimentConfig, IslandConfig, Landscape, LandscapeEvaluator, SearchConfig, SearchOutcome,
+    SearchSpace, Sinks, StopReason, StrategyKind, WallClock, EXPERIMENT_FILE, MIGRANTS_FILE,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -76,12 +76,51 @@ pub struct EvolveArgs {
     /// B2 H16 L4096 D128, each causal and not, and B1 H16 L8192 D128, f16.
     #[arg(long, value_parser = ["anchors"])]
     pub suite: Option<String>,
+    /// Run one worker per GPU: `all`, or ordinals such as `0,1` (GPU backend; every GPU
+    /// must be the same model) [default: the first GPU].
+    #[arg(long, value_name = "all|0,1,...")]
+    pub gpus: Option<String>,
     /// Seconds the GPU worker may spend on one candidate before it is killed as hung.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
+    /// Run island K of an island-model search (counting from 0): an evolutionary search
+    /// of its own that trades elites with the others through --exchange. The seed
+    /// defaults to K + 1, so the islands explore differently.
+    #[arg(long, value_name = "K", requires_all = ["islands", "exchange"])]
+    pub island: Option<u32>,
+    /// How many islands the search has.
+    #[arg(long, value_name = "N", requires = "island")]
+    pub islands: Option<u32>,
+    /// The folder, shared by every island (on a cluster: a shared filesystem), where
+    /// islands publish their elites.
+    #[arg(long, value_name = "DIR", requires = "island")]
+    pub exchange: Option<PathBuf>,
+    /// Publish elites and take in migrants every G generations [default: 2].
+    #[arg(long, value_name = "G", requires = "island")]
+    pub migrate_every: Option<u32>,
+    /// Elites published, and migrants taken in, per exchange [default: 2].
+    #[arg(long, value_name = "M", requires = "island")]
+    pub migrants: Option<usize>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+impl EvolveArgs {
+    /// `[island]` of a new experiment, from --island and its companions.
+    fn island_config(&self) -> Option<IslandConfig> {
+        let island = self.island?;
+        Some(IslandConfig {
+            island,
+            islands: self.islands.expect("clap requires --islands with --island"),
+            exchange: self
+                .exchange
+                .clone()
+                .expect("clap requires --exchange with --island"),
+            every: self.migrate_every.unwrap_or(2),
+            migrants: self.migrants.unwrap_or(2),
+        })
+    }
 }
 
 /// The GPU backend: compiles each generation in parallel here and runs GREEN (the
@@ -91,6 +130,7 @@ fn gpu_evaluator(
     objective: &[Problem],
     plant_faults: Option<usize>,
     timeout: Duration,
+    gpus: Option<&[u32]>,
 ) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
     let plant = match plant_faults {
         None => None,
@@ -106,14 +146,17 @@ fn gpu_evaluator(
                 .collect::<anyhow::Result<_>>()?,
         }),
     };
-    let evaluator = GpuEvaluator::start(GpuPlan {
-        green_cases: GreenSuite::Quick.cases(),
-        objective: objective.to_vec(),
-        seed: 2026,
-        timeout,
-        cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
-        plant,
-    })?;
+    let evaluator = GpuEvaluator::start_on(
+        GpuPlan {
+            green_cases: GreenSuite::Quick.cases(),
+            objective: objective.to_vec(),
+            seed: 2026,
+            timeout,
+            cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+            plant,
+        },
+        gpus,
+    )?;
     let target = evaluator.target();
     Ok((Box::new(evaluator), target))
 }
@@ -201,6 +244,24 @@ fn resolve_config(
         if let Some(b) = &args.backend {
             clash("backend", b.clone(), config.backend.clone())?;
         }
+        if let Some(asked) = args.island_config() {
+            let recorded = config.island.clone();
+            if recorded.as_ref() != Some(&asked) {
+                let show = |c: Option<&IslandConfig>| {
+                    c.map_or("no [island]".to_string(), |c| {
+                        format!(
+                            "island {} of {} (exchange {}, every {}, migrants {})",
+                            c.island,
+                            c.islands,
+                            c.exchange.display(),
+                            c.every,
+                            c.migrants
+                        )
+                    })
+                };
+                clash("[island]", show(Some(&asked)), show(recorded.as_ref()))?;
+            }
+        }
         if let Some(p) = args.population {
             clash(
                 "population",
@@ -248,7 +309,9 @@ fn config_from_args(
             .map_or(StrategyKind::Evolutionary, |s| {
                 StrategyKind::parse(s).expect("clap checked it")
             }),
-        seed: args.seed.unwrap_or(1),
+        seed: args
+            .seed
+            .unwrap_or_else(|| args.island.map_or(1, |k| u64::from(k) + 1)),
         backend: args.backend.clone().unwrap_or_else(|| "auto".into()),
         seeds: genomes.keys().cloned().collect(),
         budget: BudgetConfig {
@@ -274,6 +337,7 @@ fn config_from_args(
         },
         target: None,
         subspace: None,
+        island: args.island_config(),
     };
     // Round-trip through the checker so the command line gets the file's checks.
     let text = toml::to_string(&config)?;
@@ -333,6 +397,9 @@ fn prepare(
             if args.plant_faults.is_some() {
                 bail!("--plant-faults is a drill of the GPU worker; replay runs no kernel");
             }
+            if args.gpus.is_some() {
+                bail!("--gpus chooses the GPUs of the GPU backend; replay runs on none");
+            }
             if !config.suite.is_empty() {
                 bail!("a suite objective needs the GPU backend; a landscape answers only its own shape");
             }
@@ -370,10 +437,12 @@ fn prepare(
                 .map(|p| p.head_dim)
                 .max()
                 .expect("not empty");
+            let gpus = args.gpus.as_deref().map(parse_gpus).transpose()?;
             let (evaluator, target) = gpu_evaluator(
                 &objective,
                 args.plant_faults,
                 Duration::from_secs(args.timeout),
+                gpus.as_deref(),
             )?;
             if let Some(asked) = config.target.filter(|t| *t != target) {
                 bail!("experiment.toml asks for target {asked}, but this GPU is {target}");
@@ -408,12 +477,16 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             let fresh = config_from_args(&args, "pending", &genomes)?;
             let prepared = prepare(&fresh, fresh.backend(), &args)?;
             let dir = PathBuf::from("experiments").join(format!(
-                "{}-{}{}-{}-s{}",
+                "{}-{}{}-{}-s{}{}",
                 today(),
                 if prepared.replayed { "replay-" } else { "" },
                 slug(&prepared.evaluator.device()),
                 fresh.strategy,
-                fresh.seed
+                fresh.seed,
+                fresh
+                    .island
+                    .as_ref()
+                    .map_or(String::new(), |i| format!("-island{}", i.island))
             ));
             let config = resolve_config(&args, &dir, &genomes)?;
             (dir, config, prepared)
@@ -486,6 +559,24 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         },
         quiet: args.quiet,
     };
+    let mut exchange = match &config.island {
+        Some(island) => {
+            let exchange = Exchange::open(island.clone(), &dir.join(MIGRANTS_FILE))?;
+            for w in &exchange.warnings {
+                eprintln!("warning: {w}");
+            }
+            println!(
+                "island {} of {}: trading {} elites every {} generations through {}",
+                island.island,
+                island.islands,
+                island.migrants,
+                island.every,
+                island.exchange.display()
+            );
+            Some(exchange)
+        }
+        None => None,
+    };
     let lineage_path = dir.join("lineage.json");
     let outcome = search(
         &search_config,
@@ -494,6 +585,7 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         Sinks {
             cache: Some(&mut cache),
             lineage_path: Some(&lineage_path),
+            exchange: exchange.as_mut(),
         },
         &WallClock::start(),
     )?;

@@ -29,6 +29,10 @@ pub struct LandscapeArgs {
     /// Genomes compiled per chunk (the next chunk compiles while this one runs).
     #[arg(long, default_value_t = 96)]
     pub chunk: usize,
+    /// Run one worker per GPU: `all`, or ordinals such as `0,1` (one GPU model)
+    /// [default: the first GPU].
+    #[arg(long, value_name = "all|0,1,...")]
+    pub gpus: Option<String>,
     /// Seconds a worker may spend on one genome before it is killed as hung.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
@@ -91,14 +95,22 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
     })?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("{}: cannot create", args.out.display()))?;
-    let mut evaluator = GpuEvaluator::start(GpuPlan {
-        green_cases: suite.cases(),
-        objective: vec![plan.problem],
-        seed: args.seed,
-        timeout: Duration::from_secs(args.timeout),
-        cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
-        plant: None,
-    })?;
+    let gpus = args
+        .gpus
+        .as_deref()
+        .map(crate::gpu::parse_gpus)
+        .transpose()?;
+    let mut evaluator = GpuEvaluator::start_on(
+        GpuPlan {
+            green_cases: suite.cases(),
+            objective: vec![plan.problem],
+            seed: args.seed,
+            timeout: Duration::from_secs(args.timeout),
+            cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+            plant: None,
+        },
+        gpus.as_deref(),
+    )?;
     let target = evaluator.target();
     let space = SearchSpace::sub(&plan.subspace, plan.problem.head_dim, target)
         .with_context(|| format!("{}: the sub-space", args.plan.display()))?;

@@ -7,6 +7,7 @@ pub mod gate;
 pub mod insights;
 pub mod landscape;
 pub mod lineage;
+pub mod merge;
 pub mod profile;
 pub mod replay;
 pub mod space;
@@ -24,6 +25,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Evolve(a) => evolve::run(a),
         Command::Lineage(a) => lineage::run(a),
         Command::Insights(a) => insights::run(a),
+        Command::Merge(a) => merge::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Strategies(a) => strategies::run(a),
         Command::Landscape(a) => landscape::run(a),

@@ -79,6 +79,7 @@ pub fn evaluate(
         genome_id: genome.id(),
         genome: *genome,
         device: device.to_string(),
+        device_index: None,
         status: Status::Ok,
         score_us: geometric_mean_us(&timings),
         timings,

@@ -17,7 +17,7 @@ pub mod fast;
 pub mod green;
 pub mod inputs;
 pub mod kernel;
-pub mod outcome;
+pub use evo_record as outcome;
 pub mod profile;
 pub mod reference;
 pub mod report;

@@ -12,8 +12,8 @@
 //! in-memory representation changes.
 
 use crate::operator::Operator;
-use evo_gates::{Evaluation, Status};
 use evo_genome::{Genome, GenomeId};
+use evo_record::{Evaluation, Status};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
 use petgraph::Direction;
@@ -70,6 +70,10 @@ pub struct Node {
     /// The gate results; `None` only for nodes of a recorded lineage never measured here.
     #[serde(default)]
     pub evaluation: Option<Evaluation>,
+    /// The island whose search measured it, in an island-model search; for an
+    /// immigrant, the island it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub island: Option<u32>,
 }
 
 impl Node {
@@ -84,6 +88,11 @@ impl Node {
             .as_ref()
             .filter(|e| e.is_ok())
             .and_then(|e| e.score_us)
+    }
+
+    /// Taken in from another island with that island's measurement, not measured here.
+    pub fn is_immigrant(&self) -> bool {
+        matches!(self.operators.first(), Some(Operator::Immigrant { .. }))
     }
 
     /// The name, or the id when the genome has no name.
@@ -247,6 +256,16 @@ impl Lineage {
             .map(|e| &self.graph[e.source()])
     }
 
+    /// The parents of a node, primary first; empty for a root or an unknown id.
+    pub fn parents(&self, id: &GenomeId) -> Vec<&Node> {
+        let Some(&i) = self.index.get(id) else {
+            return Vec::new();
+        };
+        let mut edges: Vec<_> = self.graph.edges_directed(i, Direction::Incoming).collect();
+        edges.sort_by_key(|e| *e.weight() == ParentRole::Secondary);
+        edges.iter().map(|e| &self.graph[e.source()]).collect()
+    }
+
     /// Number of children of a node.
     pub fn children(&self, id: &GenomeId) -> usize {
         self.index.get(id).map_or(0, |&i| {
@@ -288,11 +307,14 @@ impl Lineage {
     }
 
     /// Best objective so far after each measured evaluation: `(evaluations, best µs)`,
-    /// starting at the first evaluation that passed GREEN.
+    /// starting at the first evaluation that passed GREEN. Immigrants are another
+    /// island's evaluations and do not count.
     pub fn best_so_far(&self) -> Vec<(usize, f64)> {
         let mut out = Vec::new();
         let mut best = f64::INFINITY;
-        let measured = self.nodes().filter(|n| n.evaluation.is_some());
+        let measured = self
+            .nodes()
+            .filter(|n| n.evaluation.is_some() && !n.is_immigrant());
         for (i, node) in measured.enumerate() {
             if let Some(us) = node.score_us() {
                 best = best.min(us);

@@ -9,6 +9,7 @@
 
 pub mod graph;
 pub mod insights;
+pub mod merge;
 pub mod operator;
 pub mod plot;
 pub mod render;
@@ -16,6 +17,7 @@ pub mod seed;
 
 pub use graph::{write_atomic, Lineage, LineageError, LineageMeta, Node, ParentRole};
 pub use insights::{insights, render_insights, ChangeStats, GeneChange, Insights};
+pub use merge::{merge_islands, MergeError, MergeSummary};
 pub use operator::Operator;
 pub use plot::{plot_best_so_far, PlotError};
 pub use render::{gene_changes, path_table, render_markdown, to_dot, write_svg, SvgError};

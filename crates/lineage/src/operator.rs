@@ -32,6 +32,9 @@ pub enum Operator {
         from: String,
         to: String,
     },
+    /// An elite of another island, taken in with that island's measurement from what
+    /// it published after `generation`.
+    Immigrant { island: u32, generation: u32 },
 }
 
 impl fmt::Display for Operator {
@@ -43,6 +46,12 @@ impl fmt::Display for Operator {
             Operator::Mutate { gene, from, to } => write!(f, "mutate {gene} {from}→{to}"),
             Operator::Crossover { other } => write!(f, "crossover with {other}"),
             Operator::Repair { gene, from, to } => write!(f, "repair {gene} {from}→{to}"),
+            Operator::Immigrant { island, generation } => {
+                write!(
+                    f,
+                    "immigrant from island {island} (generation {generation})"
+                )
+            }
         }
     }
 }

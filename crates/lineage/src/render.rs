@@ -2,7 +2,7 @@
 
 use crate::graph::{Lineage, Node, ParentRole};
 use crate::operator::Operator;
-use evo_gates::Status;
+use evo_record::Status;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -34,6 +34,12 @@ pub fn gene_changes(lineage: &Lineage, node: &Node) -> String {
         return text;
     };
     let mut items = Vec::new();
+    // In a merged island lineage: a migrant, or a genome (a seed) both islands measured.
+    if let (Some(from), Some(to)) = (parent.island, node.island) {
+        if from != to {
+            items.push(format!("parent measured on island {from}"));
+        }
+    }
     for op in &node.operators {
         if let Operator::Crossover { other } = op {
             let partner = lineage.get(other).map_or(other.to_string(), Node::label);

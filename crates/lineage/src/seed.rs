@@ -8,8 +8,8 @@
 
 use crate::graph::{Lineage, LineageError, LineageMeta, Node};
 use crate::operator::Operator;
-use evo_gates::{Evaluation, Status, Timing};
 use evo_genome::{Genome, GenomeFile, Problem};
+use evo_record::{Evaluation, Status, Timing};
 use thiserror::Error;
 
 /// The named genomes of the hand evolution, root first.
@@ -46,6 +46,7 @@ pub fn seeds_record(name: &str, genome: &Genome) -> Option<Evaluation> {
         genome_id: genome.id(),
         genome: *genome,
         device: SEEDS_DEVICE.into(),
+        device_index: None,
         status: Status::Ok,
         score_us: Some(us),
         timings: vec![Timing {
@@ -104,6 +105,7 @@ pub fn seed_lineage(
                 generation: generation as u32,
                 operators,
                 evaluation: measure(name, &genome),
+                island: None,
             },
             &parents,
         )?;

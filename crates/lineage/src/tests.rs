@@ -1,6 +1,6 @@
 use crate::*;
-use evo_gates::{Evaluation, Status};
 use evo_genome::{Gene, Genome, GenomeFile};
+use evo_record::{Evaluation, Status};
 use std::path::Path;
 
 fn ok(genome: Genome, us: f64, device: &str) -> Evaluation {
@@ -8,6 +8,7 @@ fn ok(genome: Genome, us: f64, device: &str) -> Evaluation {
         genome_id: genome.id(),
         genome,
         device: device.into(),
+        device_index: None,
         status: Status::Ok,
         score_us: Some(us),
         timings: Vec::new(),
@@ -39,6 +40,7 @@ fn node(
         generation,
         operators,
         evaluation: eval,
+        island: None,
     }
 }
 
@@ -291,5 +293,139 @@ fn best_so_far_plot_is_an_svg() {
     assert!(matches!(
         plot_best_so_far(&empty, &path),
         Err(PlotError::Empty)
+    ));
+}
+
+/// Island 0: root (100 µs) → a (80 µs). Island 1: x (90 µs), then a taken in from
+/// island 0 as an immigrant, and y bred from it (60 µs); island 1 also measured
+/// island 0's root on its own.
+fn two_islands() -> Vec<(u32, Lineage)> {
+    let meta = LineageMeta {
+        title: "island".into(),
+        device: "dev".into(),
+        objective: "obj".into(),
+        strategy: "evolutionary".into(),
+        seed: Some(1),
+    };
+    let tagged = |mut n: Node, k: u32| {
+        n.island = Some(k);
+        n
+    };
+    let root = Genome::baseline();
+    let (a, op_a) = mutate(&root, Gene::Warps, 3);
+    let mut zero = Lineage::new(meta.clone());
+    zero.add(
+        tagged(
+            node(
+                root,
+                0,
+                vec![Operator::Random],
+                Some(ok(root, 100.0, "dev")),
+            ),
+            0,
+        ),
+        &[],
+    )
+    .unwrap();
+    zero.add(
+        tagged(node(a, 1, vec![op_a], Some(ok(a, 80.0, "dev"))), 0),
+        &[root.id()],
+    )
+    .unwrap();
+    let x = root.with_allele(Gene::Stages, 1);
+    let (y, op_y) = mutate(&a, Gene::VecBytes, 2);
+    let mut one = Lineage::new(meta);
+    one.add(
+        tagged(
+            node(x, 0, vec![Operator::Random], Some(ok(x, 90.0, "dev"))),
+            1,
+        ),
+        &[],
+    )
+    .unwrap();
+    one.add(
+        tagged(
+            node(
+                root,
+                0,
+                vec![Operator::Random],
+                Some(ok(root, 101.0, "dev")),
+            ),
+            1,
+        ),
+        &[],
+    )
+    .unwrap();
+    let immigrant = Operator::Immigrant {
+        island: 0,
+        generation: 1,
+    };
+    one.add(
+        tagged(node(a, 2, vec![immigrant], Some(ok(a, 80.0, "dev"))), 0),
+        &[],
+    )
+    .unwrap();
+    one.add(
+        tagged(node(y, 2, vec![op_y], Some(ok(y, 60.0, "dev"))), 1),
+        &[a.id()],
+    )
+    .unwrap();
+    vec![(1, one), (0, zero)]
+}
+
+#[test]
+fn merged_islands_form_one_graph_with_migration_edges() {
+    let islands = two_islands();
+    let (merged, summary) = merge_islands("merged", &islands).unwrap();
+    assert_eq!(
+        summary,
+        MergeSummary {
+            nodes: 4,
+            migration_edges: 1,
+            immigrants: 1,
+            duplicates: 1,
+        }
+    );
+    let tags: Vec<(String, Option<u32>)> = merged
+        .nodes()
+        .map(|n| (n.score_us().unwrap().to_string(), n.island))
+        .collect();
+    // Round-robin from island 0; y waits for a, island 0's own node; the root that
+    // island 1 measured again is kept once, as island 0 measured it.
+    assert_eq!(
+        tags,
+        [("100", 0), ("80", 0), ("90", 1), ("60", 1)]
+            .map(|(s, k)| (s.to_string(), Some(k)))
+            .to_vec()
+    );
+    let champion = merged.champion().unwrap();
+    assert_eq!(champion.island, Some(1));
+    let path: Vec<Option<u32>> = merged.champion_path().iter().map(|n| n.island).collect();
+    assert_eq!(path, [Some(0), Some(0), Some(1)]);
+    assert!(render_markdown(&merged).contains("parent measured on island 0"));
+    // The same inputs in another order give the same file.
+    let mut reversed = islands.clone();
+    reversed.reverse();
+    assert_eq!(
+        merge_islands("merged", &reversed).unwrap().0.to_json(),
+        merged.to_json()
+    );
+}
+
+#[test]
+fn merging_without_the_island_an_immigrant_came_from_names_the_fix() {
+    let islands = two_islands();
+    let only_one: Vec<_> = islands.into_iter().filter(|(k, _)| *k == 1).collect();
+    let err = merge_islands("m", &only_one).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("which no given island measured; pass every island's experiment"),
+        "{err}"
+    );
+    let mut other_device = two_islands();
+    other_device[0].1.meta.device = "other".into();
+    assert!(matches!(
+        merge_islands("m", &other_device),
+        Err(MergeError::Device { .. })
     ));
 }

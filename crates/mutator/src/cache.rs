@@ -8,8 +8,8 @@
 //! from another device are refused rather than mixed in, and records from another
 //! template, toolchain or objective are kept in the file but not reused.
 
-use evo_gates::Evaluation;
 use evo_genome::GenomeId;
+use evo_record::Evaluation;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};

@@ -5,8 +5,8 @@
 //! the replay of a recorded landscape ([`crate::landscape::LandscapeEvaluator`]),
 //! or a test fake. The loop never knows which.
 
-use evo_gates::Evaluation;
 use evo_genome::Genome;
+use evo_record::Evaluation;
 use thiserror::Error;
 
 /// A failure of the evaluator itself (not of a candidate: a candidate's failure is an

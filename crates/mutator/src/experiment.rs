@@ -20,6 +20,7 @@
 //! ```
 //! Errors name the file, the line and the field.
 
+use crate::island::IslandConfig;
 use crate::search::Budget;
 use crate::space::SubSpace;
 use crate::strategy::{EvolutionParams, StrategyKind};
@@ -130,6 +131,9 @@ pub struct ExperimentConfig {
     /// The sub-space of an exhaustive walk (replay uses the landscape's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subspace: Option<SubSpace>,
+    /// One island of an island-model search (evolutionary only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub island: Option<IslandConfig>,
 }
 
 #[derive(Debug, Error)]
@@ -205,6 +209,20 @@ impl ExperimentConfig {
         }
         if let Err((field, message)) = config.evolutionary.check() {
             return Err(invalid(&format!("evolutionary.{field}"), message));
+        }
+        if let Some(island) = &config.island {
+            if let Err((field, message)) = island.check() {
+                return Err(invalid(&format!("island.{field}"), message));
+            }
+            if config.strategy != StrategyKind::Evolutionary {
+                return Err(invalid(
+                    "island",
+                    format!(
+                        "islands trade the elites of a population; strategy = \"{}\" has none: use \"evolutionary\"",
+                        config.strategy
+                    ),
+                ));
+            }
         }
         if let Some(problem) = &config.problem {
             problem.validate().map_err(|m| invalid("problem", m))?;

@@ -10,8 +10,8 @@
 use crate::cache::{read_json_lines, CacheError, CacheRecord, CacheScope};
 use crate::evaluator::{Evaluator, EvaluatorError};
 use crate::space::{SearchSpace, SpaceError, SubSpace};
-use evo_gates::Evaluation;
 use evo_genome::{from_toml, Genome, GenomeId, Problem, Target, TomlError};
+use evo_record::Evaluation;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -12,6 +12,7 @@ pub mod cache;
 pub mod compare;
 pub mod evaluator;
 pub mod experiment;
+pub mod island;
 pub mod landscape;
 pub mod operators;
 pub mod search;
@@ -22,6 +23,7 @@ pub use cache::{CacheError, CacheKey, CacheRecord, CacheScope, EvaluationCache, 
 pub use compare::{compare_strategies, Comparison, ComparisonRow};
 pub use evaluator::{Evaluator, EvaluatorError};
 pub use experiment::{Backend, BudgetConfig, ConfigError, ExperimentConfig, EXPERIMENT_FILE};
+pub use island::{Exchange, IslandConfig, IslandError, Migrant, MIGRANTS_FILE};
 pub use landscape::{Landscape, LandscapeError, LandscapeEvaluator, LandscapeMeta};
 pub use operators::{crossover, dedup, mutate, repair, Candidate};
 pub use search::{

@@ -8,12 +8,13 @@
 
 use crate::cache::{CacheError, EvaluationCache};
 use crate::evaluator::{Evaluator, EvaluatorError};
+use crate::island::{Exchange, IslandError, Migrant};
 use crate::operators::Candidate;
 use crate::space::{SearchSpace, SpaceError};
 use crate::strategy::{EvolutionParams, Strategy, StrategyKind};
-use evo_gates::Evaluation;
 use evo_genome::{GenomeFile, GenomeId};
-use evo_lineage::{Lineage, LineageError, LineageMeta, Node};
+use evo_lineage::{Lineage, LineageError, LineageMeta, Node, Operator};
+use evo_record::Evaluation;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -108,6 +109,8 @@ pub enum SearchError {
     Cache(#[from] CacheError),
     #[error(transparent)]
     Lineage(#[from] LineageError),
+    #[error(transparent)]
+    Island(#[from] IslandError),
     #[error("the evaluator failed ({describe}): {source}")]
     Evaluator {
         describe: String,
@@ -118,11 +121,13 @@ pub enum SearchError {
     Mismatch { want: usize, got: usize },
 }
 
-/// Where a search keeps its record; both optional (the strategy comparison keeps neither).
+/// Where a search keeps its record; all optional (the strategy comparison keeps none).
 #[derive(Default)]
 pub struct Sinks<'a> {
     pub cache: Option<&'a mut EvaluationCache>,
     pub lineage_path: Option<&'a Path>,
+    /// The island model's exchange, for one island of an evolutionary search.
+    pub exchange: Option<&'a mut Exchange>,
 }
 
 /// Runs a search to the end of its budget.
@@ -150,6 +155,7 @@ pub fn search(
     let mut best = f64::INFINITY;
     let mut rate = Rate::default();
     let mut batches = 0u32;
+    let island = sinks.exchange.as_ref().map(|x| x.config().island);
     loop {
         if strategy.finished() {
             outcome.stop = StopReason::Generations;
@@ -203,12 +209,18 @@ pub fn search(
                     generation,
                     operators: candidate.operators.clone(),
                     evaluation: Some(evaluation.clone()),
+                    island,
                 },
                 &candidate.parents,
             )?;
         }
         strategy.observe(&results);
         batches += 1;
+        if let Some(exchange) = sinks.exchange.as_deref_mut() {
+            if exchange.due(generation) {
+                migrate(exchange, generation, &mut strategy, &mut lineage, &mut seen)?;
+            }
+        }
         if let Some(path) = sinks.lineage_path {
             lineage.save(path)?;
         }
@@ -229,6 +241,70 @@ pub fn search(
     progress.finish_and_clear();
     outcome.lineage = lineage;
     Ok(outcome)
+}
+
+/// One exchange of the island model after `generation`: publish this island's elites,
+/// then take in the other islands' as immigrants of the next generation.
+fn migrate(
+    exchange: &mut Exchange,
+    generation: u32,
+    strategy: &mut Strategy,
+    lineage: &mut Lineage,
+    seen: &mut HashSet<GenomeId>,
+) -> Result<(), SearchError> {
+    let config = exchange.config().clone();
+    let elites = strategy
+        .elites(config.migrants)
+        .iter()
+        .filter_map(|id| lineage.get(id))
+        .filter_map(|node| {
+            Some(Migrant {
+                // An immigrant passed on keeps the island that measured it.
+                island: node.island.unwrap_or(config.island),
+                generation,
+                name: node.name.clone(),
+                evaluation: node.evaluation.clone()?,
+            })
+        })
+        .collect();
+    exchange.publish(generation, elites)?;
+    let mut immigrants = Vec::new();
+    for migrant in exchange.intake(generation, seen)? {
+        let genome = migrant.evaluation.genome;
+        let operators = vec![Operator::Immigrant {
+            island: migrant.island,
+            generation: migrant.generation,
+        }];
+        seen.insert(genome.id());
+        lineage.add(
+            Node {
+                id: genome.id(),
+                genome,
+                name: migrant.name.clone(),
+                generation: generation + 1,
+                operators: operators.clone(),
+                evaluation: Some(migrant.evaluation.clone()),
+                island: Some(migrant.island),
+            },
+            &[],
+        )?;
+        let score = migrant
+            .evaluation
+            .score_us
+            .filter(|_| migrant.evaluation.is_ok())
+            .unwrap_or(f64::INFINITY);
+        immigrants.push((
+            Candidate {
+                genome,
+                operators,
+                parents: Vec::new(),
+                name: migrant.name,
+            },
+            score,
+        ));
+    }
+    strategy.immigrate(immigrants);
+    Ok(())
 }
 
 /// Measured seconds per fresh evaluation, for sizing chunks under a wall budget.

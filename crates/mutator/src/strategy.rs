@@ -11,9 +11,9 @@
 
 use crate::operators::{self, Candidate};
 use crate::space::{SearchSpace, SpaceError};
-use evo_gates::Evaluation;
 use evo_genome::{GenomeFile, GenomeId};
 use evo_lineage::Operator;
+use evo_record::Evaluation;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -217,6 +217,28 @@ impl Strategy {
                 }
                 Ok(out)
             }
+        }
+    }
+
+    /// The ids of the best `n` members of the evolutionary population that passed
+    /// (best first); empty for the other strategies.
+    pub(crate) fn elites(&self, n: usize) -> Vec<GenomeId> {
+        let Strategy::Evolutionary(e) = self else {
+            return Vec::new();
+        };
+        let mut ranked: Vec<&(Candidate, f64)> =
+            e.population.iter().filter(|(_, s)| s.is_finite()).collect();
+        ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+        ranked.iter().take(n).map(|(c, _)| c.genome.id()).collect()
+    }
+
+    /// Immigrants take the places of the worst members of the evolutionary population.
+    pub(crate) fn immigrate(&mut self, immigrants: Vec<(Candidate, f64)>) {
+        if let Strategy::Evolutionary(e) = self {
+            e.population.sort_by(|a, b| a.1.total_cmp(&b.1));
+            let keep = e.population.len().saturating_sub(immigrants.len());
+            e.population.truncate(keep);
+            e.population.extend(immigrants);
         }
     }
 

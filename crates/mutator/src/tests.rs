@@ -3,9 +3,9 @@
 //! behaviour, and replay of the synthetic landscape fixture.
 
 use crate::*;
-use evo_gates::{Evaluation, Status};
-use evo_genome::{Gene, Genome, GenomeFile, HeadDim, Target};
+use evo_genome::{Gene, Genome, GenomeFile, GenomeId, HeadDim, Target};
 use evo_lineage::Operator;
+use evo_record::{Evaluation, Status};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::Cell;
@@ -457,7 +457,7 @@ fn second_run_reuses_the_cache_and_gives_the_same_lineage() {
             evaluator,
             Sinks {
                 cache: Some(&mut cache),
-                lineage_path: None,
+                ..Sinks::default()
             },
             &WallClock::start(),
         )
@@ -480,7 +480,7 @@ fn second_run_reuses_the_cache_and_gives_the_same_lineage() {
         &mut third,
         Sinks {
             cache: Some(&mut cache),
-            lineage_path: None,
+            ..Sinks::default()
         },
         &WallClock::start(),
     )
@@ -836,4 +836,85 @@ fn sub_space_errors_name_gene_and_alleles() {
     assert!(sub("kv_load = [\"direct\", \"direct\"]")
         .unwrap()
         .contains("twice"));
+}
+
+fn island(k: u32, exchange: &Path) -> IslandConfig {
+    IslandConfig {
+        island: k,
+        islands: 3,
+        exchange: exchange.to_path_buf(),
+        every: 2,
+        migrants: 2,
+    }
+}
+
+fn migrant(island: u32, generation: u32, mut evaluation: Evaluation, us: f64) -> Migrant {
+    evaluation.status = Status::Ok;
+    evaluation.score_us = Some(us);
+    Migrant {
+        island,
+        generation,
+        name: None,
+        evaluation,
+    }
+}
+
+#[test]
+fn islands_take_the_best_unseen_elites_and_replay_their_intakes() {
+    let dir = tempfile::tempdir().unwrap();
+    let exchange = dir.path().join("exchange");
+    let log = dir.path().join("island-0").join(MIGRANTS_FILE);
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let e = some_evaluations(6);
+    let one = Exchange::open(island(1, &exchange), &dir.path().join("one.jsonl")).unwrap();
+    let two = Exchange::open(island(2, &exchange), &dir.path().join("two.jsonl")).unwrap();
+    one.publish(
+        1,
+        vec![
+            migrant(1, 1, e[0].clone(), 50.0),
+            migrant(1, 1, e[1].clone(), 40.0),
+        ],
+    )
+    .unwrap();
+    two.publish(
+        1,
+        vec![
+            migrant(2, 1, e[2].clone(), 45.0),
+            migrant(2, 1, e[3].clone(), 30.0),
+        ],
+    )
+    .unwrap();
+    let mut zero = Exchange::open(island(0, &exchange), &log).unwrap();
+    assert!(!zero.due(0) && zero.due(1) && !zero.due(2) && zero.due(3));
+    // The best two over both islands, but not one this island has seen.
+    let seen: HashSet<GenomeId> = [e[3].genome_id.clone()].into();
+    let taken = zero.intake(1, &seen).unwrap();
+    let ids: Vec<&GenomeId> = taken.iter().map(|m| &m.evaluation.genome_id).collect();
+    assert_eq!(ids, [&e[1].genome_id, &e[2].genome_id]);
+    assert_eq!((taken[0].island, taken[1].island), (1, 2));
+
+    // Newer files appear; a reopened island still answers generation 1 from its log.
+    one.publish(3, vec![migrant(1, 3, e[4].clone(), 10.0)])
+        .unwrap();
+    let mut zero = Exchange::open(island(0, &exchange), &log).unwrap();
+    assert_eq!(zero.intake(1, &HashSet::new()).unwrap(), taken);
+    let newer = zero.intake(3, &HashSet::new()).unwrap();
+    assert_eq!(newer[0].evaluation.genome_id, e[4].genome_id);
+    assert_eq!(newer[0].generation, 3);
+    // Published files appear whole, by rename: no temporary file is left.
+    let names: Vec<String> = std::fs::read_dir(exchange.join("island-1"))
+        .unwrap()
+        .map(|d| d.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("gen-")), "{names:?}");
+
+    // A file that is not a publication is an error naming it.
+    std::fs::write(exchange.join("island-2").join("gen-000009.json"), "{").unwrap();
+    let err = zero.intake(5, &HashSet::new()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("gen-000009.json: not a file of published elites"),
+        "{err}"
+    );
 }

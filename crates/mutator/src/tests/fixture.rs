@@ -7,8 +7,8 @@
 
 use crate::landscape::{LandscapeMeta, EVALUATIONS_FILE, META_FILE};
 use crate::space::{AlleleLabel, SearchSpace, SubSpace};
-use evo_gates::{Evaluation, Status, Timing};
 use evo_genome::{Gene, Genome, GenomeFile, HeadDim, Problem, Target};
+use evo_record::{Evaluation, Status, Timing};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -110,6 +110,7 @@ pub fn synthetic_evaluation(g: &Genome, head_dim: HeadDim, target: Target) -> Ev
         genome_id: g.id(),
         genome: *g,
         device: DEVICE.into(),
+        device_index: None,
         status: Status::Ok,
         score_us: Some(us),
         timings: vec![Timing {

@@ -1,7 +1,9 @@
 //! What an evaluation produced: the plain records every layer above the gates stores.
 //!
-//! These types carry no device handle, so the lineage, the cache and the replay
-//! backend can read and write them on a machine without a GPU.
+//! These types carry no device handle and this crate depends on no GPU library, so
+//! the lineage, the cache and the replay backend read and write them without pulling
+//! in cudarc or candle. The gates produce them (`evo_gates` re-exports this crate as
+//! `evo_gates::outcome`).
 
 use evo_genome::{Genome, GenomeId, Problem};
 use serde::{Deserialize, Serialize};
@@ -80,6 +82,10 @@ pub struct Evaluation {
     pub genome: Genome,
     /// Device name as the driver reports it, e.g. `NVIDIA H100 80GB HBM3`.
     pub device: String,
+    /// Which GPU of the search's machine ran it (the CUDA ordinal among the GPUs the
+    /// search could see), when the GPU worker pool ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_index: Option<u32>,
     pub status: Status,
     /// Objective value in microseconds (lower is better): the median on one shape, or the
     /// geometric mean of the medians over a suite. `None` unless `status` is `Ok`.
@@ -102,6 +108,7 @@ impl Evaluation {
             genome_id: genome.id(),
             genome,
             device: device.to_string(),
+            device_index: None,
             status,
             score_us: None,
             timings: Vec::new(),
