@@ -346,9 +346,11 @@ impl ProfileSummary {
             grid: row.text("Grid Size").unwrap_or_default().to_string(),
             block: row.text("Block Size").unwrap_or_default().to_string(),
             duration_us: row.number("gpu__time_duration.sum").map(|ns| {
+                // `--print-units base` gives ns; a report printed without it scales.
                 match row.units.get("gpu__time_duration.sum").map(String::as_str) {
-                    Some("usecond") => ns,
-                    Some("msecond") => ns * 1e3,
+                    Some("us" | "usecond") => ns,
+                    Some("ms" | "msecond") => ns * 1e3,
+                    Some("s" | "second") => ns * 1e6,
                     _ => ns / 1e3,
                 }
             }),
@@ -526,6 +528,13 @@ mod tests {
         assert_eq!(rows[0].number("m"), Some(1024.0));
         assert_eq!(rows[0].number("n"), None);
         assert_eq!(rows[0].units["m"], "byte");
+    }
+
+    #[test]
+    fn scaled_durations_are_read_in_their_unit() {
+        let text = "\"ID\",\"gpu__time_duration.sum\"\n\"\",\"ms\"\n\"0\",\"1.5\"\n";
+        let s = ProfileSummary::from_row(&parse_raw_csv(text).unwrap()[0]);
+        assert_eq!(s.duration_us, Some(1500.0));
     }
 
     #[test]
