@@ -19,7 +19,10 @@ fn space_prints_every_device_family_and_head_dim() {
     let text = stdout(&out);
     assert!(out.status.success(), "{}", stderr(&out));
     for family in Family::ALL {
-        assert!(text.contains(&thousands(space::family_size(*family))), "{text}");
+        assert!(
+            text.contains(&thousands(space::family_size(*family))),
+            "{text}"
+        );
     }
     for target in Target::ALL {
         for family in Family::ALL {

@@ -193,7 +193,10 @@ impl Device {
                     .chunks_exact(4)
                     .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                     .collect();
-                Some(TensorMapSpec::from_ints(&ints).map_err(|m| GateError::Abi(format!("{name}: {m}")))?)
+                Some(
+                    TensorMapSpec::from_ints(&ints)
+                        .map_err(|m| GateError::Abi(format!("{name}: {m}")))?,
+                )
             }
         };
         if geometry.smem_bytes > 48 * 1024 {

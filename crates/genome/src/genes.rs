@@ -258,7 +258,11 @@ pub struct Genome {
     pub consumer_wgs: ConsumerWgs,
     #[serde(default, skip_serializing_if = "is_default")]
     pub hopper_load: HopperLoad,
-    #[serde(default, skip_serializing_if = "is_default", with = "producer_regs_serde")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_default",
+        with = "producer_regs_serde"
+    )]
     pub producer_regs: ProducerRegs,
     /// Hopper: consumer warpgroups take turns issuing their GEMMs (named barriers), so
     /// one's softmax runs under another's GEMMs.
@@ -270,6 +274,9 @@ pub struct Genome {
     pub softmax_overlap: Switch,
 }
 
+// The gene macros own the enum's derives; its default is the value a file written
+// before the gene existed implies.
+#[allow(clippy::derivable_impls)]
 impl Default for Switch {
     fn default() -> Switch {
         Switch::Off
@@ -429,6 +436,9 @@ mod producer_regs_serde {
     }
 }
 
+// The gene macros own the enum's derives; its default is the value a file written
+// before the gene existed implies.
+#[allow(clippy::derivable_impls)]
 impl Default for Family {
     fn default() -> Family {
         Family::Ampere
@@ -442,6 +452,9 @@ impl Default for ConsumerWgs {
     }
 }
 
+// The gene macros own the enum's derives; its default is the value a file written
+// before the gene existed implies.
+#[allow(clippy::derivable_impls)]
 impl Default for HopperLoad {
     fn default() -> HopperLoad {
         HopperLoad::Tma
@@ -454,6 +467,9 @@ impl Default for ProducerRegsField {
     }
 }
 
+// The gene macros own the enum's derives; its default is the value a file written
+// before the gene existed implies.
+#[allow(clippy::derivable_impls)]
 impl Default for ProducerRegs {
     fn default() -> ProducerRegs {
         ProducerRegs::None
@@ -791,7 +807,6 @@ impl Genome {
         }
         g
     }
-
 
     /// The genes on which two genomes differ, in canonical order.
     pub fn diff(&self, other: &Genome) -> Vec<Gene> {

@@ -150,10 +150,7 @@ fn operator_properties(space: &SearchSpace, cases: usize, seed: u64) {
         // Genes that do not shape r's family's kernel are reset silently (canonical form).
         assert_eq!(
             ops.len(),
-            wild.diff(&r)
-                .iter()
-                .filter(|g| g.applies(r.family))
-                .count(),
+            wild.diff(&r).iter().filter(|g| g.applies(r.family)).count(),
             "every change is reported once"
         );
         let (again, none) = repair(&r, space, &mut rng).unwrap();
