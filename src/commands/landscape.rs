@@ -93,6 +93,7 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("{}: cannot create", args.out.display()))?;
     let mut evaluator = GpuEvaluator::start(GpuPlan {
         green_cases: suite.cases(),
+        full_gate: Vec::new(),
         objective: vec![plan.problem],
         seed: args.seed,
         timeout: Duration::from_secs(args.timeout),
