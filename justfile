@@ -63,6 +63,33 @@ profile *args:
 gpu-test:
     cargo test -p evo-gates --features gpu -- gpu_tests --test-threads=1
 
+# compute-sanitizer memcheck, racecheck and synccheck over the named genomes and a seeded sample on small odd shapes (GPU); each must report zero errors and zero hazards
+[group('gpu')]
+sanitize sample="24" seed="7":
+    #!/usr/bin/env bash
+    set -uo pipefail
+    cargo build --quiet --release
+    sanitizer="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
+    # GREEN only (no timing), on tests/sanitize/suite.toml, no drawn shapes: every launch
+    # costs 100x under the tools. The named genomes and {{ sample }} uniformly drawn valid
+    # genomes cover the template's paths (P and O in registers or shared memory, every
+    # P.V math, split-KV, both families).
+    gate=(target/release/evo gate genomes/*.toml --sample {{ sample }} --seed {{ seed }}
+          --suite tests/sanitize/suite.toml --drawn 0 --time none)
+    status=0
+    for tool in memcheck racecheck synccheck; do
+      extra=()
+      if [ "$tool" = racecheck ]; then extra=(--racecheck-report all); fi
+      echo "== $tool"
+      "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 3 --print-limit 20 "${gate[@]}" \
+        > "sanitize-$tool.log" 2>&1
+      rc=$?
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|all [0-9]+ kernels passed|kernels failed" "sanitize-$tool.log" | tail -5
+      echo "$tool exit status $rc (log: sanitize-$tool.log)"
+      [ "$rc" -eq 0 ] || status=$rc
+    done
+    exit $status
+
 # Measure every genome of a declared sub-space on this GPU (resumes an interrupted run)
 [group('gpu')]
 landscape plan="experiments/2026-11-22-h100-landscape/plan.toml" out="experiments/2026-11-22-h100-landscape":

@@ -510,7 +510,9 @@ __device__ __forceinline__ void softmax_smem(const float* sS, elem_t* sP, float*
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    // The shuffles above order every lane's read of sM[r] before lane 0's write.
+    // The shuffles above already order every lane's read of sM[r] before lane 0's
+    // write; the explicit warp barrier costs nothing and lets racecheck see it.
+    __syncwarp();
     if (lane == 0) {
       sM[r] = m_new;
       sL[r] = sL[r] * alpha + sum;

@@ -62,6 +62,10 @@ pub struct WorkerRequest {
     /// Time with the longer confirmation settings (a candidate about to be crowned).
     #[serde(default)]
     pub confirm: bool,
+    /// The full gate's GREEN cases (fixed and drawn from the run seed), run instead of
+    /// `green_cases` when the candidate is about to be crowned.
+    #[serde(default)]
+    pub full_gate: Vec<Case>,
 }
 
 /// Input seeds rotate over this many values: consecutive candidates see different
@@ -76,6 +80,9 @@ pub struct GpuPlan {
     /// GREEN's cases; those a genome cannot be built for (a resource rule at that head
     /// dim) are skipped for that genome and named in its record.
     pub green_cases: Vec<Case>,
+    /// The full gate a new best must pass before it is crowned (the fixed cases and
+    /// the shapes drawn from `seed`); empty: the screen is the only gate.
+    pub full_gate: Vec<Case>,
     /// The shapes FAST times; the score is their geometric mean.
     pub objective: Vec<Problem>,
     /// Base of every input seed; candidate n of the run uses `seed + n`.
@@ -302,10 +309,14 @@ impl Runner {
         self.best_us.is_none_or(|best| us < best)
     }
 
-    /// A new best is re-timed alone, with more repeats and a longer warm-up, on new
-    /// inputs, before it is crowned; the confirmed figure is the one recorded.
+    /// A new best passes the full gate before it is crowned: the full GREEN (fixed and
+    /// drawn cases) and a verified FAST re-timed alone, with more repeats and a longer
+    /// warm-up, on new inputs; the confirmed figure is the one recorded.
     fn confirm(&mut self, mut request: WorkerRequest, first_us: f64) -> Evaluation {
         request.confirm = true;
+        if !request.full_gate.is_empty() {
+            request.green_cases = std::mem::take(&mut request.full_gate);
+        }
         request.seed = self.seed.wrapping_add(self.evaluated % SEED_POOL);
         self.evaluated += 1;
         let mut again = self.ask(&request);
@@ -592,7 +603,13 @@ impl BatchCompiler {
                 genome: *g,
             })
             .collect();
-        let mut problems: Vec<Problem> = self.plan.green_cases.iter().map(|c| c.problem).collect();
+        let mut problems: Vec<Problem> = self
+            .plan
+            .green_cases
+            .iter()
+            .chain(&self.plan.full_gate)
+            .map(|c| c.problem)
+            .collect();
         problems.extend(&self.plan.objective);
         let variants = variants_for(&problems);
         let mut built = compile_all(&self.toolchain, &sources, &variants, self.target);
@@ -698,13 +715,15 @@ impl BatchCompiler {
                 why,
             ));
         }
-        let green_cases = self
-            .plan
-            .green_cases
-            .iter()
-            .filter(|c| has(c.problem.head_dim, c.problem.dtype))
-            .cloned()
-            .collect();
+        let runnable = |cases: &[Case]| -> Vec<Case> {
+            cases
+                .iter()
+                .filter(|c| has(c.problem.head_dim, c.problem.dtype))
+                .cloned()
+                .collect()
+        };
+        let green_cases = runnable(&self.plan.green_cases);
+        let full_gate = runnable(&self.plan.full_gate);
         Prepared::Run(WorkerRequest {
             name: if planted {
                 format!("{} (planted kernel of the fault drill)", source.name())
@@ -718,6 +737,7 @@ impl BatchCompiler {
             objective: self.plan.objective.clone(),
             seed: 0,
             confirm: false,
+            full_gate,
         })
     }
 }
@@ -925,6 +945,7 @@ mod tests {
             objective: vec![Problem::seed()],
             seed: 1,
             confirm: false,
+            full_gate: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@
 
 use crate::gpu::{parse_gpus, GpuEvaluator, GpuPlan, Plant};
 use anyhow::{bail, Context};
+use evo_gates::suite::full_cases;
 use evo_gates::{GreenSuite, TimingSuite};
 use evo_genome::{Dtype, GenomeFile, Problem, Target};
 use evo_lineage::{
@@ -149,6 +150,7 @@ fn gpu_evaluator(
     let evaluator = GpuEvaluator::start_on(
         GpuPlan {
             green_cases: GreenSuite::Quick.cases(),
+            full_gate: full_cases(GreenSuite::Default.cases(), 2026),
             objective: objective.to_vec(),
             seed: 2026,
             timeout,
@@ -621,13 +623,26 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         stop_reason(outcome.stop)
     );
     match outcome.lineage.champion() {
-        Some(c) => println!(
-            "champion: {} {} at {:.2} µs\n  {}",
-            c.label(),
-            c.id,
-            c.score_us().unwrap_or_default(),
-            c.genome.summary()
-        ),
+        Some(c) => {
+            // A named node's label is its name; an unnamed one's is already its id.
+            let id = match &c.name {
+                Some(name) => format!("{name} {}", c.id),
+                None => c.id.to_string(),
+            };
+            println!(
+                "champion: {id} at {:.2} µs\n  {}",
+                c.score_us().unwrap_or_default(),
+                c.genome.summary()
+            );
+            if let Some(gates) = c
+                .evaluation
+                .as_ref()
+                .map(|e| &e.gates)
+                .filter(|g| !g.is_empty())
+            {
+                println!("  gates passed: {}", gates.join("; "));
+            }
+        }
         None => println!("no candidate passed GREEN"),
     }
     println!();
@@ -702,6 +717,14 @@ fn report(
         Some(note) => {
             let _ = writeln!(out, "(no plot: {note})\n");
         }
+    }
+    if let Some(gates) = lineage
+        .champion()
+        .and_then(|c| c.evaluation.as_ref())
+        .map(|e| &e.gates)
+        .filter(|g| !g.is_empty())
+    {
+        let _ = writeln!(out, "- the champion passed: {}\n", gates.join("; "));
     }
     out.push_str(&render_markdown(lineage));
     out.push('\n');

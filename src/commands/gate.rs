@@ -13,6 +13,7 @@ use evo_gates::compile::{
 use evo_gates::evaluate::time_and_recheck;
 use evo_gates::green::{run_green_cached, GreenCache, GreenOptions};
 use evo_gates::report::{green_table, Row};
+use evo_gates::suite::{drawn_cases, load_suite, DRAWN_CASES};
 use evo_gates::{Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
 use evo_genome::{Dtype, Family, GenomeFile, Problem};
 use std::path::PathBuf;
@@ -31,9 +32,18 @@ pub struct GateArgs {
     /// Draw the --sample genomes from one kernel family only.
     #[arg(long, value_parser = ["ampere", "hopper"])]
     pub family: Option<String>,
-    /// GREEN's shape suite.
-    #[arg(long, default_value = "default", value_parser = ["default", "quick"])]
+    /// GREEN's fixed cases: `default`, `quick`, or a TOML file of your own `[[case]]`
+    /// shapes. Shapes drawn from --seed are always added (see the report).
+    #[arg(
+        long,
+        default_value = "default",
+        value_name = "default|quick|FILE.toml"
+    )]
     pub suite: String,
+    /// Shapes GREEN draws from --seed in addition to the fixed cases (at least 6 for a
+    /// real gate; 0 only for sanitizer runs, where every launch costs 100x).
+    #[arg(long, default_value_t = DRAWN_CASES, value_name = "N")]
+    pub drawn: usize,
     /// What FAST times after GREEN: the seed shape, the anchors suite, or nothing.
     #[arg(long, default_value = "seed", value_parser = ["seed", "anchors", "none"])]
     pub time: String,
@@ -91,9 +101,29 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         );
     }
     sources.extend(sampled);
-    let cases = GreenSuite::parse(&args.suite)
-        .expect("clap checked the suite")
-        .cases();
+    let fixed = match GreenSuite::parse(&args.suite) {
+        Some(suite) => suite.cases(),
+        None if args.suite.ends_with(".toml") => load_suite(std::path::Path::new(&args.suite))?,
+        None => bail!(
+            "--suite {}: not a suite; use `default`, `quick` or a TOML file of [[case]] shapes",
+            args.suite
+        ),
+    };
+    let mut cases = fixed;
+    if args.drawn > 0 {
+        cases.extend(drawn_cases(args.seed, args.drawn));
+    }
+    let drawn = cases.iter().filter(|c| c.drawn).count();
+    eprintln!(
+        "GREEN: {} fixed cases and {drawn} shapes drawn from seed {} (reproduce with --seed {}){}",
+        cases.len() - drawn,
+        args.seed,
+        args.seed,
+        if drawn > 0 { ":" } else { "" }
+    );
+    for c in cases.iter().filter(|c| c.drawn) {
+        eprintln!("  {}", c.label());
+    }
     let timed: Vec<Problem> = match args.time.as_str() {
         "none" => Vec::new(),
         name => TimingSuite::parse(name)
@@ -156,6 +186,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             .iter()
             .cloned()
             .partition(|c| family.supports(&c.problem));
+        let mut compile_failed = None;
         for c in &missing {
             let why = variants
                 .iter()
@@ -164,6 +195,11 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                 .unwrap_or_default();
             let verdict = if source.unsupported(c.problem.head_dim, target).is_some() {
                 "skipped"
+            } else if !why.is_empty() {
+                compile_failed.get_or_insert_with(|| {
+                    format!("D{} {}: {why}", c.problem.head_dim, c.problem.dtype)
+                });
+                "compile_failed"
             } else {
                 "fail"
             };
@@ -181,7 +217,10 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         let mut passed = false;
         match green {
             Ok(report) => {
-                passed = report.passed() && !kernel_rows.iter().any(|r: &Row| r.verdict == "fail");
+                passed = report.passed()
+                    && !kernel_rows
+                        .iter()
+                        .any(|r: &Row| r.verdict == "fail" || r.verdict == "compile_failed");
                 kernel_rows.extend(report.cases.iter().map(|c| Row::green(name, id, &dev, c)));
             }
             Err(e) => kernel_rows.push(Row::not_run(
@@ -193,10 +232,10 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                 e.to_string(),
             )),
         }
-        let mut summary = if passed {
-            "GREEN pass".to_string()
-        } else {
-            "GREEN FAIL".to_string()
+        let mut summary = match (&compile_failed, passed) {
+            (Some(log), _) => format!("compile failed, {log}"),
+            (None, true) => "GREEN pass".to_string(),
+            (None, false) => "GREEN FAIL".to_string(),
         };
         if passed {
             for (t, problem) in timed.iter().enumerate() {
@@ -205,7 +244,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                 }
                 match time_and_recheck(&mut family, problem, t, &eval, &mut cache) {
                     Ok((timing, check)) => {
-                        if let Some(f) = check.failure {
+                        if let Some(f) = &check.failure {
                             passed = false;
                             kernel_rows.push(Row::not_run(
                                 name,
@@ -213,7 +252,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                                 &dev,
                                 problem,
                                 "fail",
-                                format!("re-check after timing: {f}"),
+                                f.clone(),
                             ));
                         }
                         let smem = family
@@ -225,7 +264,12 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                             .and_then(|v| v.result.as_ref().ok())
                             .and_then(|c| resources(c, smem.unwrap_or(0)));
                         summary += &format!(
-                            "; {problem}: {:.2} µs ({}), {:.1} TFLOP/s{}",
+                            "; FAST {}: {problem}: {:.2} µs ({}), {:.1} TFLOP/s{}",
+                            if check.failure.is_none() {
+                                "verified"
+                            } else {
+                                "FAIL"
+                            },
                             timing.median_us,
                             timing.method,
                             timing.tflops,

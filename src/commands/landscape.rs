@@ -103,6 +103,7 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
     let mut evaluator = GpuEvaluator::start_on(
         GpuPlan {
             green_cases: suite.cases(),
+            full_gate: Vec::new(),
             objective: vec![plan.problem],
             seed: args.seed,
             timeout: Duration::from_secs(args.timeout),

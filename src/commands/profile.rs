@@ -263,19 +263,20 @@ pub fn run_target(args: ProfileTargetArgs) -> anyhow::Result<()> {
     // A kernel that leaves outputs unwritten is not worth a profile: say so instead.
     let out = kernel.run_once(&inputs)?;
     let poison = poison_bits(args.problem.dtype);
-    let unwritten = out.iter().filter(|&&b| b == poison).count();
+    let unwritten = out.o.iter().filter(|&&b| b == poison).count();
     if unwritten > 0 {
         bail!(
             "{} left {unwritten} of {} outputs unwritten on {}; run `evo gate` on it",
             args.name,
-            out.len(),
+            out.o.len(),
             args.problem
         );
     }
-    kernel.prepare_timing(&inputs, 1)?;
-    let rest = args.launches.saturating_sub(1);
-    if rest > 0 {
-        kernel.time_calls(rest, TimingMethod::Events)?;
+    // One input set, refilled from a pool of two between launches (FAST's way).
+    let second = Inputs::random(&args.problem, args.seed.wrapping_add(1), 1.0);
+    kernel.prepare_timing(&[&inputs, &second], 1)?;
+    for repeat in 0..args.launches.saturating_sub(1) as usize {
+        kernel.time_repeat(repeat, TimingMethod::Events)?;
     }
     eprintln!(
         "profile-target: {} launched {} times on {}",

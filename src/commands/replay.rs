@@ -59,6 +59,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
             .expect("clap checked the suite")
             .cases(),
         objective: vec![problem],
+        full_gate: Vec::new(),
         seed: args.seed,
         timeout: Duration::from_secs(args.timeout),
         cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),

@@ -108,9 +108,9 @@ pub fn run_sdpa(
         .arg(script)
         .args(["--shapes", &shapes, "--seed", &seed.to_string()])
         .output()
-        .map_err(|source| GateError::Io {
+        .map_err(|error| GateError::Io {
             path: script.display().to_string(),
-            source,
+            error,
         })?;
     if !out.status.success() {
         return Err(GateError::Sdpa(format!(

@@ -11,8 +11,8 @@
 //! checked first): callers need no `cfg`, as candle's dummy CUDA backend.
 
 use crate::error::GateError;
-use crate::inputs::{poison_bits, Inputs};
-use crate::kernel::{AttentionKernel, TimingMethod};
+use crate::inputs::{fresh_output, guard_breach, Inputs, GUARD_BITS, GUARD_ELEMS, GUARD_F32_BITS};
+use crate::kernel::{pool_index, AttentionKernel, Output, TimingMethod};
 use cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas};
 use cudarc::driver::sys::{
     CUevent_flags, CUfunction_attribute, CUgraphInstantiate_flags, CUstreamCaptureMode,
@@ -433,42 +433,71 @@ fn ptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
     p
 }
 
-/// Q, K, V and O of one problem, `sets` times over, plus the split-KV workspace.
+/// Q, K, V and O of one problem, `sets` times over, and the timing pool they are
+/// refilled from. Every O is followed by a guard region of [`GUARD_ELEMS`] elements.
 struct IoBuffers {
     problem: Problem,
     sets: Vec<[CudaSlice<u16>; 4]>,
-    next: usize,
+    /// Q, K and V of each pool entry (empty outside timing).
+    pool: Vec<[CudaSlice<u16>; 3]>,
+    /// A poisoned O with its guard: what every O is reset to, device to device.
+    fresh_o: CudaSlice<u16>,
 }
 
 impl IoBuffers {
-    fn new(stream: &Arc<CudaStream>, inputs: &Inputs, sets: usize) -> Result<IoBuffers, GateError> {
-        let p = inputs.problem;
+    /// `sets` sets, the first holding `first` (GREEN's inputs), or all refilled from
+    /// `pool` before every timed repeat.
+    fn new(
+        stream: &Arc<CudaStream>,
+        problem: Problem,
+        sets: usize,
+        pool: &[&Inputs],
+    ) -> Result<IoBuffers, GateError> {
+        let p = problem;
+        let fresh_o = stream
+            .clone_htod(&fresh_output(&p))
+            .map_err(driver("allocating O"))?;
         let mut all = Vec::with_capacity(sets);
         for _ in 0..sets.max(1) {
-            let q = stream
-                .clone_htod(&inputs.q)
-                .map_err(driver("uploading Q"))?;
-            let k = stream
-                .clone_htod(&inputs.k)
-                .map_err(driver("uploading K"))?;
-            let v = stream
-                .clone_htod(&inputs.v)
-                .map_err(driver("uploading V"))?;
-            let o = stream
-                .clone_htod(&vec![poison_bits(p.dtype); p.q_elems()])
-                .map_err(driver("allocating O"))?;
+            let q = alloc::<u16>(stream, p.q_elems(), "Q")?;
+            let k = alloc::<u16>(stream, p.kv_elems(), "K")?;
+            let v = alloc::<u16>(stream, p.kv_elems(), "V")?;
+            let mut o = alloc::<u16>(stream, p.q_elems() + GUARD_ELEMS, "O")?;
+            stream
+                .memcpy_dtod(&fresh_o, &mut o)
+                .map_err(driver("poisoning O"))?;
             all.push([q, k, v, o]);
         }
-        Ok(IoBuffers {
+        let mut io = IoBuffers {
             problem: p,
             sets: all,
-            next: 0,
-        })
+            pool: Vec::new(),
+            fresh_o,
+        };
+        io.upload_pool(stream, pool)?;
+        Ok(io)
     }
 
-    /// Re-fills the first set with new inputs and a poisoned O.
+    fn upload_pool(&mut self, stream: &Arc<CudaStream>, pool: &[&Inputs]) -> Result<(), GateError> {
+        self.pool.clear();
+        for inputs in pool {
+            self.pool.push([
+                stream
+                    .clone_htod(&inputs.q)
+                    .map_err(driver("uploading Q"))?,
+                stream
+                    .clone_htod(&inputs.k)
+                    .map_err(driver("uploading K"))?,
+                stream
+                    .clone_htod(&inputs.v)
+                    .map_err(driver("uploading V"))?,
+            ]);
+        }
+        Ok(())
+    }
+
+    /// Re-fills the first set with new inputs and a poisoned O (guard restored).
     fn refill(&mut self, stream: &Arc<CudaStream>, inputs: &Inputs) -> Result<(), GateError> {
-        let p = inputs.problem;
         let [q, k, v, o] = &mut self.sets[0];
         stream
             .memcpy_htod(&inputs.q, q)
@@ -480,15 +509,47 @@ impl IoBuffers {
             .memcpy_htod(&inputs.v, v)
             .map_err(driver("uploading V"))?;
         stream
-            .memcpy_htod(&vec![poison_bits(p.dtype); p.q_elems()], o)
+            .memcpy_dtod(&self.fresh_o, o)
             .map_err(driver("poisoning O"))?;
         Ok(())
     }
 
-    fn rotate(&mut self) -> usize {
-        let i = self.next;
-        self.next = (self.next + 1) % self.sets.len();
-        i
+    /// Before timed repeat `repeat`: every O poisoned, every set refilled from the
+    /// pool (device to device, so the repeat's launches meet inputs and outputs they
+    /// have not seen in this state).
+    fn refresh(&mut self, stream: &Arc<CudaStream>, repeat: usize) -> Result<(), GateError> {
+        if self.pool.is_empty() {
+            return Err(GateError::Abi("timed before prepare_timing".into()));
+        }
+        let n = self.pool.len();
+        for (i, [q, k, v, o]) in self.sets.iter_mut().enumerate() {
+            let [pq, pk, pv] = &self.pool[pool_index(i, repeat, n)];
+            stream.memcpy_dtod(pq, q).map_err(driver("refilling Q"))?;
+            stream.memcpy_dtod(pk, k).map_err(driver("refilling K"))?;
+            stream.memcpy_dtod(pv, v).map_err(driver("refilling V"))?;
+            stream
+                .memcpy_dtod(&self.fresh_o, o)
+                .map_err(driver("poisoning O"))?;
+        }
+        Ok(())
+    }
+
+    /// Set `set`'s O and whether its guard still holds.
+    fn output(&self, stream: &Arc<CudaStream>, set: usize) -> Result<Output, GateError> {
+        let mut o = stream
+            .clone_dtoh(&self.sets[set][3])
+            .map_err(driver("downloading O"))?;
+        let guard = o.split_off(self.problem.q_elems());
+        Ok(Output {
+            o,
+            guard_breach: guard_breach("O", &guard, GUARD_BITS),
+        })
+    }
+
+    fn outputs(&self, stream: &Arc<CudaStream>) -> Result<Vec<Output>, GateError> {
+        (0..self.sets.len())
+            .map(|i| self.output(stream, i))
+            .collect()
     }
 }
 
@@ -556,8 +617,67 @@ fn capture<F: FnMut() -> Result<(), GateError>>(
     Ok(graph)
 }
 
-/// The split-KV workspace: `ws_o` and `ws_lse`.
-type Workspace = (CudaSlice<f32>, CudaSlice<f32>);
+/// The split-KV workspace: `ws_o` and `ws_lse`, each followed by [`GUARD_ELEMS`]
+/// guard floats, and the poisoned copies they are reset from.
+struct Workspace {
+    ws_o: CudaSlice<f32>,
+    ws_lse: CudaSlice<f32>,
+    fresh_o: CudaSlice<f32>,
+    fresh_lse: CudaSlice<f32>,
+    /// Floats of ws_o and ws_lse before their guards.
+    lens: (usize, usize),
+}
+
+impl Workspace {
+    fn new(stream: &Arc<CudaStream>, o_len: usize, lse_len: usize) -> Result<Workspace, GateError> {
+        let fresh = |n: usize, what: &str| {
+            let mut v = vec![f32::NAN; n + GUARD_ELEMS];
+            v[n..].fill(f32::from_bits(GUARD_F32_BITS));
+            stream
+                .clone_htod(&v)
+                .map_err(driver(format!("allocating {what}")))
+        };
+        let (fresh_o, fresh_lse) = (fresh(o_len, "ws_o")?, fresh(lse_len, "ws_lse")?);
+        Ok(Workspace {
+            ws_o: fresh(o_len, "ws_o")?,
+            ws_lse: fresh(lse_len, "ws_lse")?,
+            fresh_o,
+            fresh_lse,
+            lens: (o_len, lse_len),
+        })
+    }
+
+    /// Poisons both halves with NaN (a combine that reads a slot the forward kernel
+    /// never wrote produces NaN, not a stale value) and restores their guards.
+    fn poison(&mut self, stream: &Arc<CudaStream>) -> Result<(), GateError> {
+        stream
+            .memcpy_dtod(&self.fresh_o, &mut self.ws_o)
+            .map_err(driver("poisoning ws_o"))?;
+        stream
+            .memcpy_dtod(&self.fresh_lse, &mut self.ws_lse)
+            .map_err(driver("poisoning ws_lse"))
+    }
+
+    /// Whether a call wrote past the end of either half.
+    fn breach(&self, stream: &Arc<CudaStream>) -> Result<Option<String>, GateError> {
+        let pattern = GUARD_F32_BITS;
+        for (what, buf, len) in [
+            ("ws_o", &self.ws_o, self.lens.0),
+            ("ws_lse", &self.ws_lse, self.lens.1),
+        ] {
+            let guard: Vec<u32> = stream
+                .clone_dtoh(&buf.slice(len..))
+                .map_err(driver(format!("downloading the guard of {what}")))?
+                .iter()
+                .map(|x: &f32| x.to_bits())
+                .collect();
+            if let Some(b) = guard_breach(what, &guard, pattern) {
+                return Ok(Some(b));
+            }
+        }
+        Ok(None)
+    }
+}
 
 /// A loaded attention kernel (generated or hand-written), ready for the gates.
 pub struct LoadedKernel {
@@ -604,26 +724,30 @@ impl LoadedKernel {
         Ok(())
     }
 
-    fn ensure_buffers(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
-        let p = inputs.problem;
+    /// Buffers for `sets` sets of `problem` (reused when they match) and the pool.
+    fn ensure_buffers(
+        &mut self,
+        problem: Problem,
+        sets: usize,
+        pool: &[&Inputs],
+    ) -> Result<(), GateError> {
+        let p = problem;
         self.graph = None;
         let reuse = matches!(&self.buffers, Some((b, _)) if b.problem == p && b.sets.len() == sets);
         if reuse {
             let (b, _) = self.buffers.as_mut().expect("checked above");
-            return b.refill(&self.stream, inputs);
+            return b.upload_pool(&self.stream, pool);
         }
         self.buffers = None;
-        let io = IoBuffers::new(&self.stream, inputs, sets)?;
+        let io = IoBuffers::new(&self.stream, p, sets, pool)?;
         let ws = if self.geometry.split_kv > 1 {
             let split = self.geometry.split_kv as usize;
             let rows = (p.batch * p.heads * p.q_len) as usize;
-            let ws_o = alloc::<f32>(
+            Some(Workspace::new(
                 &self.stream,
                 split * rows * p.head_dim.get() as usize,
-                "ws_o",
-            )?;
-            let ws_lse = alloc::<f32>(&self.stream, split * rows, "ws_lse")?;
-            Some((ws_o, ws_lse))
+                split * rows,
+            )?)
         } else {
             None
         };
@@ -631,20 +755,18 @@ impl LoadedKernel {
         self.encode_maps()
     }
 
-    /// Poisons the split-KV workspace with NaN, so a combine that reads a slot the
-    /// forward kernel never wrote produces NaN instead of a stale value.
     fn poison_workspace(&mut self) -> Result<(), GateError> {
-        if let Some((_, Some((ws_o, ws_lse)))) = &mut self.buffers {
-            let nan_o = vec![f32::NAN; ws_o.len()];
-            let nan_l = vec![f32::NAN; ws_lse.len()];
-            self.stream
-                .memcpy_htod(&nan_o, ws_o)
-                .map_err(driver("poisoning ws_o"))?;
-            self.stream
-                .memcpy_htod(&nan_l, ws_lse)
-                .map_err(driver("poisoning ws_lse"))?;
+        if let Some((_, Some(ws))) = &mut self.buffers {
+            ws.poison(&self.stream)?;
         }
         Ok(())
+    }
+
+    fn workspace_breach(&self) -> Result<Option<String>, GateError> {
+        match &self.buffers {
+            Some((_, Some(ws))) => ws.breach(&self.stream),
+            _ => Ok(None),
+        }
     }
 
     /// Enqueues one call (forward, then combine when split) on input set `set`.
@@ -663,7 +785,7 @@ impl LoadedKernel {
             ptr(o, &self.stream),
         );
         let (pws_o, pws_l) = match ws {
-            Some((a, b)) => (ptr(a, &self.stream), ptr(b, &self.stream)),
+            Some(w) => (ptr(&w.ws_o, &self.stream), ptr(&w.ws_lse, &self.stream)),
             None => (0u64, 0u64),
         };
         let (b, h, lq, lk) = (
@@ -736,53 +858,65 @@ impl AttentionKernel for LoadedKernel {
         &self.name
     }
 
-    fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError> {
-        self.ensure_buffers(inputs, 1)?;
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {
+        let p = inputs.problem;
+        let reuse = matches!(&self.buffers, Some((b, _)) if b.problem == p && b.sets.len() == 1);
+        if reuse {
+            let (b, _) = self.buffers.as_mut().expect("checked above");
+            b.refill(&self.stream, inputs)?;
+        } else {
+            self.ensure_buffers(p, 1, &[])?;
+            let (b, _) = self.buffers.as_mut().expect("allocated above");
+            b.refill(&self.stream, inputs)?;
+        }
         self.poison_workspace()?;
         self.launch(0)?;
-        self.stream.synchronize().map_err(driver(format!(
-            "running {} on {}",
-            self.name, inputs.problem
-        )))?;
-        let (io, _) = self.buffers.as_ref().expect("allocated above");
         self.stream
-            .clone_dtoh(&io.sets[0][3])
-            .map_err(driver("downloading O"))
+            .synchronize()
+            .map_err(driver(format!("running {} on {}", self.name, p)))?;
+        let (io, _) = self.buffers.as_ref().expect("allocated above");
+        let mut out = io.output(&self.stream, 0)?;
+        if out.guard_breach.is_none() {
+            out.guard_breach = self.workspace_breach()?;
+        }
+        Ok(out)
     }
 
-    fn prepare_timing(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
-        self.ensure_buffers(inputs, sets)
+    fn prepare_timing(&mut self, pool: &[&Inputs], sets: usize) -> Result<(), GateError> {
+        let problem = pool
+            .first()
+            .map(|i| i.problem)
+            .ok_or_else(|| GateError::Abi(format!("{}: an empty timing pool", self.name)))?;
+        self.ensure_buffers(problem, sets, pool)
     }
 
-    fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError> {
+    fn time_repeat(&mut self, repeat: usize, method: TimingMethod) -> Result<f64, GateError> {
+        let sets = {
+            let (io, _) = self.buffers.as_mut().ok_or_else(|| {
+                GateError::Abi(format!("{}: timed before prepare_timing", self.name))
+            })?;
+            io.refresh(&self.stream, repeat)?;
+            io.sets.len()
+        };
+        self.poison_workspace()?;
         match method {
             TimingMethod::Events => {
                 let ctx = self.ctx.clone();
                 let stream = self.stream.clone();
                 timed(&ctx, &stream, || {
-                    for _ in 0..calls {
-                        let set = self.buffers.as_mut().map(|(b, _)| b.rotate()).unwrap_or(0);
-                        self.launch(set)?;
-                    }
-                    Ok(())
+                    (0..sets).try_for_each(|set| self.launch(set))
                 })
             }
             TimingMethod::Graph => {
-                if !matches!(&self.graph, Some((n, _)) if *n == calls) {
-                    self.graph = None;
+                if self.graph.is_none() {
                     let stream = self.stream.clone();
-                    let sets = self
-                        .buffers
-                        .as_ref()
-                        .map(|(b, _)| b.sets.len())
-                        .unwrap_or(1);
-                    let mut i = 0;
-                    let graph = capture(&stream, calls, || {
-                        let r = self.launch(i % sets);
-                        i += 1;
+                    let mut set = 0;
+                    let graph = capture(&stream, sets as u32, || {
+                        let r = self.launch(set);
+                        set += 1;
                         r
                     })?;
-                    self.graph = Some((calls, graph));
+                    self.graph = Some((sets as u32, graph));
                 }
                 let (_, graph) = self.graph.as_ref().expect("captured above");
                 timed(&self.ctx, &self.stream, || {
@@ -790,6 +924,24 @@ impl AttentionKernel for LoadedKernel {
                 })
             }
         }
+    }
+
+    fn timed_outputs(&mut self) -> Result<Vec<Output>, GateError> {
+        self.stream.synchronize().map_err(driver(format!(
+            "finishing the timed calls of {}",
+            self.name
+        )))?;
+        let (io, _) = self
+            .buffers
+            .as_ref()
+            .ok_or_else(|| GateError::Abi(format!("{}: no timed outputs", self.name)))?;
+        let mut outs = io.outputs(&self.stream)?;
+        if let Some(b) = self.workspace_breach()? {
+            for o in outs.iter_mut().filter(|o| o.guard_breach.is_none()) {
+                o.guard_breach = Some(b.clone());
+            }
+        }
+        Ok(outs)
     }
 
     fn prepared(&self) -> Option<Problem> {
@@ -816,14 +968,15 @@ pub struct HybridKernel {
 const SOFTMAX_THREADS: u32 = 256;
 
 impl HybridKernel {
-    fn ensure(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
-        let p = inputs.problem;
+    fn ensure(&mut self, p: Problem, sets: usize, pool: &[&Inputs]) -> Result<(), GateError> {
         self.graph = None;
         match &mut self.buffers {
-            Some(b) if b.problem == p && b.sets.len() == sets => b.refill(&self.stream, inputs)?,
+            Some(b) if b.problem == p && b.sets.len() == sets => {
+                b.upload_pool(&self.stream, pool)?
+            }
             _ => {
                 self.buffers = None;
-                self.buffers = Some(IoBuffers::new(&self.stream, inputs, sets)?);
+                self.buffers = Some(IoBuffers::new(&self.stream, p, sets, pool)?);
             }
         }
         let p_shape = |s: &Option<(Problem, _, _)>| s.as_ref().map(|(p, _, _)| *p);
@@ -981,48 +1134,52 @@ impl AttentionKernel for HybridKernel {
         "cublas-hybrid"
     }
 
-    fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError> {
-        self.ensure(inputs, 1)?;
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {
+        self.ensure(inputs.problem, 1, &[])?;
+        let io = self.buffers.as_mut().expect("allocated above");
+        io.refill(&self.stream, inputs)?;
         self.launch(0)?;
         self.stream.synchronize().map_err(driver(format!(
             "running cublas-hybrid on {}",
             inputs.problem
         )))?;
         let io = self.buffers.as_ref().expect("allocated above");
-        self.stream
-            .clone_dtoh(&io.sets[0][3])
-            .map_err(driver("downloading O"))
+        io.output(&self.stream, 0)
     }
 
-    fn prepare_timing(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
-        self.ensure(inputs, sets)
+    fn prepare_timing(&mut self, pool: &[&Inputs], sets: usize) -> Result<(), GateError> {
+        let problem = pool
+            .first()
+            .map(|i| i.problem)
+            .ok_or_else(|| GateError::Abi("cublas-hybrid: an empty timing pool".into()))?;
+        self.ensure(problem, sets, pool)
     }
 
-    fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError> {
+    fn time_repeat(&mut self, repeat: usize, method: TimingMethod) -> Result<f64, GateError> {
+        let io = self
+            .buffers
+            .as_mut()
+            .ok_or_else(|| GateError::Abi("cublas-hybrid: timed before prepare_timing".into()))?;
+        io.refresh(&self.stream, repeat)?;
+        let sets = io.sets.len();
         match method {
             TimingMethod::Events => {
                 let ctx = self.ctx.clone();
                 let stream = self.stream.clone();
                 timed(&ctx, &stream, || {
-                    for _ in 0..calls {
-                        let set = self.buffers.as_mut().map(|b| b.rotate()).unwrap_or(0);
-                        self.launch(set)?;
-                    }
-                    Ok(())
+                    (0..sets).try_for_each(|set| self.launch(set))
                 })
             }
             TimingMethod::Graph => {
-                if !matches!(&self.graph, Some((n, _)) if *n == calls) {
-                    self.graph = None;
+                if self.graph.is_none() {
                     let stream = self.stream.clone();
-                    let sets = self.buffers.as_ref().map(|b| b.sets.len()).unwrap_or(1);
-                    let mut i = 0;
-                    let graph = capture(&stream, calls, || {
-                        let r = self.launch(i % sets);
-                        i += 1;
+                    let mut set = 0;
+                    let graph = capture(&stream, sets as u32, || {
+                        let r = self.launch(set);
+                        set += 1;
                         r
                     })?;
-                    self.graph = Some((calls, graph));
+                    self.graph = Some((sets as u32, graph));
                 }
                 let (_, graph) = self.graph.as_ref().expect("captured above");
                 timed(&self.ctx, &self.stream, || {
@@ -1030,6 +1187,17 @@ impl AttentionKernel for HybridKernel {
                 })
             }
         }
+    }
+
+    fn timed_outputs(&mut self) -> Result<Vec<Output>, GateError> {
+        self.stream
+            .synchronize()
+            .map_err(driver("finishing the hybrid's timed calls"))?;
+        let io = self
+            .buffers
+            .as_ref()
+            .ok_or_else(|| GateError::Abi("cublas-hybrid: no timed outputs".into()))?;
+        io.outputs(&self.stream)
     }
 
     fn prepared(&self) -> Option<Problem> {

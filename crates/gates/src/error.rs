@@ -31,10 +31,11 @@ pub enum GateError {
     /// The SDPA baseline script failed or printed something unreadable.
     #[error("SDPA baseline: {0}")]
     Sdpa(String),
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A user's suite file (`evo gate --suite FILE.toml`) is unreadable or wrong.
+    #[error("{path}: {message}")]
+    Suite { path: String, message: String },
+    /// The OS error is part of the message, not a `source`, so a report that prints the
+    /// error chain prints it once.
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
 }

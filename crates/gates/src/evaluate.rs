@@ -1,15 +1,14 @@
-//! One kernel, start to finish: GREEN over a suite, FAST over the objective, a
-//! re-check after timing, and the [`Evaluation`] record the search stores.
+//! One kernel, start to finish: GREEN over a suite, FAST over the objective (whose
+//! timed launches are themselves checked, see [`crate::fast`]), and the
+//! [`Evaluation`] record the search stores.
 //!
-//! The re-check after timing runs the timed variant once more on fresh inputs into a
-//! poisoned output: a kernel that behaves during GREEN's two launches per case and
-//! then stops computing (a device-side launch counter, say) fails it, so FAST never
-//! times a kernel that has stopped doing the work.
+//! A kernel that behaves during GREEN's launches and then stops computing (a
+//! device-side launch counter, a peek at O, a memo by pointer) fails FAST's
+//! verification, so no timing of a kernel that stopped doing the work is recorded.
 
 use crate::error::GateError;
 use crate::fast::{geometric_mean_us, time_problem, FastOptions};
-use crate::green::{check_against, run_green_cached, GreenCache, GreenOptions, LaunchCheck};
-use crate::inputs::launch_seed;
+use crate::green::{run_green_cached, GreenCache, GreenOptions, LaunchCheck};
 use crate::kernel::AttentionKernel;
 use crate::outcome::Timing;
 use crate::outcome::{Evaluation, Resources, Status};
@@ -58,16 +57,24 @@ pub fn evaluate(
     if !green.passed() {
         return fail(Status::GreenFailed, green.failures());
     }
+    let drawn = green_cases.iter().filter(|c| c.drawn).count();
+    let mut gates = vec![format!(
+        "GREEN {} fixed + {drawn} drawn cases (seed {})",
+        green_cases.len() - drawn,
+        options.seed
+    )];
     let mut timings = Vec::with_capacity(objective.len());
     for (n, problem) in objective.iter().enumerate() {
         match time_and_recheck(kernel, problem, n, options, cache) {
             Ok((timing, check)) => {
+                gates.push(format!(
+                    "FAST verified: {} timed sets of {problem}",
+                    timing.launches_per_repeat
+                ));
                 if let Some(f) = check.failure {
                     return fail(
                         Status::GreenFailed,
-                        format!(
-                            "passed GREEN but failed the re-check after timing on {problem}: {f}"
-                        ),
+                        format!("passed GREEN but failed on {problem}: {f}"),
                     );
                 }
                 timings.push(timing);
@@ -85,12 +92,14 @@ pub fn evaluate(
         timings,
         resources,
         detail: String::new(),
+        gates,
     }
 }
 
-/// FAST on the `n`-th objective problem, then one checked launch on fresh inputs into
-/// a poisoned output. Both input sets come from `cache`, so every kernel of a run is
-/// timed and re-checked on the same data and the large shapes are drawn once.
+/// FAST on the `n`-th objective problem with its verification: the timing and one
+/// check, failing when any timed set was wrong (its reason then names FAST's
+/// verification), else the worst set's. The pool comes from `cache`, so every kernel
+/// of a run is timed on the same data and the large shapes are drawn once.
 pub fn time_and_recheck(
     kernel: &mut dyn AttentionKernel,
     problem: &Problem,
@@ -98,9 +107,11 @@ pub fn time_and_recheck(
     options: &EvalOptions,
     cache: &mut GreenCache,
 ) -> Result<(Timing, LaunchCheck), GateError> {
-    let timing_inputs = cache.entry(launch_seed(options.seed, 1000 + n as u64, 0), problem, 1.0)?;
-    let timing = time_problem(kernel, &timing_inputs.0, &options.fast)?;
-    let recheck = cache.entry(launch_seed(options.seed, 2000 + n as u64, 0), problem, 1.0)?;
-    let check = check_against(kernel, &recheck.0, &recheck.1)?;
-    Ok((timing, check))
+    let pool = cache.pool(options.seed, n, problem)?;
+    let fast = time_problem(kernel, &pool, &options.fast)?;
+    let mut check = fast
+        .worst()
+        .ok_or_else(|| GateError::Abi(format!("{}: FAST checked no set", kernel.name())))?;
+    check.failure = fast.failure();
+    Ok((fast.timing, check))
 }

@@ -5,7 +5,7 @@
 
 use crate::error::GateError;
 use crate::inputs::{poison_bits, to_bits, Inputs};
-use crate::kernel::{AttentionKernel, TimingMethod};
+use crate::kernel::{pool_index, AttentionKernel, Output, TimingMethod};
 use evo_genome::Problem;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,12 +23,32 @@ pub enum Behaviour {
     ReusesFirstResult,
     /// Correct, plus a bias of `f32` on every element.
     Biased(u32),
+    /// Returns at once when its O already holds values (not the poison).
+    PeeksAtOutput,
+    /// Skips a set whose buffers it has seen before, unless it is the set it ran last.
+    MemoByPointer,
+    /// Computes on its first 64 launches, then only on every k-th.
+    EveryKth(u32),
+}
+
+/// What a timed set's O holds: the poison, or the result of the kernel on a pool entry
+/// (computed lazily when the outputs are read, so a repeat costs nothing on the CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SetState {
+    Poison,
+    Computed(usize),
 }
 
 pub struct FakeKernel {
     pub behaviour: Behaviour,
     first: Option<Vec<u16>>,
     prepared: Option<Problem>,
+    pool: Vec<Inputs>,
+    /// Per timed set: the pool entry it holds and its O.
+    sets: Vec<(usize, SetState)>,
+    seen: Vec<bool>,
+    last_set: Option<usize>,
+    launches: u64,
     /// Simulated time of one call, µs.
     pub call_us: f64,
     pub graph_fails: bool,
@@ -41,6 +61,11 @@ impl FakeKernel {
             behaviour,
             first: None,
             prepared: None,
+            pool: Vec::new(),
+            sets: Vec::new(),
+            seen: Vec::new(),
+            last_set: None,
+            launches: 0,
             call_us: 20.0,
             graph_fails: false,
             timed_with: Vec::new(),
@@ -49,6 +74,43 @@ impl FakeKernel {
 }
 
 const TILE: usize = 64;
+
+impl FakeKernel {
+    /// One simulated timed launch of set `set`: what its O holds afterwards.
+    fn launch(&mut self, set: usize) {
+        let (entry, state) = self.sets[set];
+        let n = self.launches;
+        self.launches += 1;
+        let skip = match self.behaviour {
+            Behaviour::PeeksAtOutput => state != SetState::Poison,
+            Behaviour::MemoByPointer => self.seen[set] && self.last_set != Some(set),
+            Behaviour::EveryKth(k) => n >= 64 && n % k as u64 != 0,
+            _ => false,
+        };
+        self.seen[set] = true;
+        self.last_set = Some(set);
+        if !skip {
+            self.sets[set].1 = SetState::Computed(entry);
+        }
+    }
+
+    /// The arithmetic of the behaviour (the cheats compute correctly when they do).
+    fn arithmetic(&self) -> Behaviour {
+        match self.behaviour {
+            Behaviour::PeeksAtOutput | Behaviour::MemoByPointer | Behaviour::EveryKth(_) => {
+                Behaviour::Correct
+            }
+            b => b,
+        }
+    }
+}
+
+fn with_guard(o: Vec<u16>) -> Output {
+    Output {
+        o,
+        guard_breach: None,
+    }
+}
 
 fn attention(inputs: &Inputs, behaviour: Behaviour) -> Vec<u16> {
     let p = &inputs.problem;
@@ -121,28 +183,32 @@ impl AttentionKernel for FakeKernel {
         "fake"
     }
 
-    fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError> {
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {
+        self.launches += 1;
         if self.behaviour == Behaviour::ReusesFirstResult {
             if let Some(first) = self
                 .first
                 .as_ref()
                 .filter(|f| f.len() == inputs.problem.q_elems())
             {
-                return Ok(first.clone());
+                return Ok(with_guard(first.clone()));
             }
             let out = attention(inputs, Behaviour::Correct);
             self.first = Some(out.clone());
-            return Ok(out);
+            return Ok(with_guard(out));
         }
-        Ok(attention(inputs, self.behaviour))
+        Ok(with_guard(attention(inputs, self.arithmetic())))
     }
 
-    fn prepare_timing(&mut self, inputs: &Inputs, _sets: usize) -> Result<(), GateError> {
-        self.prepared = Some(inputs.problem);
+    fn prepare_timing(&mut self, pool: &[&Inputs], sets: usize) -> Result<(), GateError> {
+        self.prepared = pool.first().map(|i| i.problem);
+        self.pool = pool.iter().map(|i| (*i).clone()).collect();
+        self.sets = vec![(0, SetState::Poison); sets];
+        self.seen = vec![false; sets];
         Ok(())
     }
 
-    fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError> {
+    fn time_repeat(&mut self, repeat: usize, method: TimingMethod) -> Result<f64, GateError> {
         if method == TimingMethod::Graph && self.graph_fails {
             return Err(GateError::Driver {
                 during: "capturing".into(),
@@ -150,13 +216,37 @@ impl AttentionKernel for FakeKernel {
             });
         }
         self.timed_with.push(method);
+        let n = self.pool.len();
+        for (i, set) in self.sets.iter_mut().enumerate() {
+            *set = (pool_index(i, repeat, n), SetState::Poison);
+        }
+        for set in 0..self.sets.len() {
+            self.launch(set);
+        }
         // Events pay a simulated 4 µs host gap per call; graphs do not.
         let gap = if method == TimingMethod::Events {
             4.0
         } else {
             0.0
         };
-        Ok(calls as f64 * (self.call_us + gap) / 1e3)
+        Ok(self.sets.len() as f64 * (self.call_us + gap) / 1e3)
+    }
+
+    fn timed_outputs(&mut self) -> Result<Vec<Output>, GateError> {
+        let behaviour = self.arithmetic();
+        Ok(self
+            .sets
+            .iter()
+            .map(|&(entry, state)| {
+                let inputs = &self.pool[entry];
+                with_guard(match state {
+                    SetState::Poison => {
+                        vec![poison_bits(inputs.problem.dtype); inputs.problem.q_elems()]
+                    }
+                    SetState::Computed(e) => attention(&self.pool[e], behaviour),
+                })
+            })
+            .collect())
     }
 
     fn prepared(&self) -> Option<Problem> {
@@ -194,6 +284,7 @@ mod tests {
                 causal,
             },
             q_gain,
+            drawn: false,
         }
     }
 
@@ -311,40 +402,108 @@ mod tests {
         assert_eq!(r.cases.len(), 1);
     }
 
+    fn pool(p: &Problem) -> Vec<std::sync::Arc<(Inputs, crate::reference::Reference)>> {
+        GreenCache::default().pool(9, 0, p).unwrap()
+    }
+
     #[test]
     fn fast_uses_graphs_for_small_calls_and_falls_back_to_events() {
-        let p = Problem::seed();
+        let p = small_suite()[2].problem;
+        let pool = pool(&p);
+        assert_eq!(pool.len(), crate::fast::input_sets(&p) + 1);
         let mut k = FakeKernel::new(Behaviour::Correct);
-        let t = time_problem(&mut k, &Inputs::random(&p, 1, 1.0), &FastOptions::default()).unwrap();
+        let f = time_problem(&mut k, &pool, &FastOptions::default()).unwrap();
+        let t = &f.timing;
         assert_eq!(t.method, "graph");
         assert!(
             (t.median_us - 20.0).abs() < 1e-9,
             "graph replay has no host gaps"
         );
-        assert!(
-            t.launches_per_repeat as f64 * 20.0 >= 1000.0,
-            "a repeat lasts at least 1 ms"
+        assert_eq!(
+            t.launches_per_repeat as usize,
+            pool.len() - 1,
+            "each set launched once per repeat"
         );
         assert_eq!(t.repeats, 20);
+        assert_eq!(f.failure(), None);
+        assert_eq!(f.checks.len(), pool.len() - 1);
 
         let mut k = FakeKernel::new(Behaviour::Correct);
         k.graph_fails = true;
-        let t = time_problem(&mut k, &Inputs::random(&p, 1, 1.0), &FastOptions::default()).unwrap();
+        let t = time_problem(&mut k, &pool, &FastOptions::default())
+            .unwrap()
+            .timing;
         assert_eq!(t.method, "events");
         assert!((t.median_us - 24.0).abs() < 1e-9);
 
         let mut k = FakeKernel::new(Behaviour::Correct);
         k.call_us = 5000.0;
-        let t = time_problem(&mut k, &Inputs::random(&p, 1, 1.0), &FastOptions::default()).unwrap();
-        assert_eq!((t.method.as_str(), t.launches_per_repeat), ("events", 1));
+        let t = time_problem(&mut k, &pool, &FastOptions::default())
+            .unwrap()
+            .timing;
+        assert_eq!(t.method, "events");
         assert!(!k.timed_with.contains(&TimingMethod::Graph));
-        assert_eq!(t.repeats, 20, "5 ms x 20 fits the default 4 s budget");
         let tight = FastOptions {
             budget_ms: 12.0,
             ..FastOptions::default()
         };
-        let t = time_problem(&mut k, &Inputs::random(&p, 1, 1.0), &tight).unwrap();
+        let t = time_problem(&mut k, &pool, &tight).unwrap().timing;
         assert_eq!(t.repeats, 3, "over budget: never fewer than 3 repeats");
+    }
+
+    #[test]
+    fn fast_fails_kernels_that_skip_timed_work_and_names_the_check() {
+        let p = small_suite()[2].problem;
+        let pool = pool(&p);
+        // Every O is poisoned before every repeat, so a peek at O never finds a result:
+        // the peeking kernel computes on every timed launch and passes, timed honestly.
+        let mut k = FakeKernel::new(Behaviour::PeeksAtOutput);
+        let f = time_problem(&mut k, &pool, &FastOptions::default()).unwrap();
+        assert_eq!(f.failure(), None);
+        for cheat in [Behaviour::MemoByPointer, Behaviour::EveryKth(4)] {
+            assert!(green(cheat).passed(), "{cheat:?} computes during GREEN");
+            let mut k = FakeKernel::new(cheat);
+            let f = time_problem(&mut k, &pool, &FastOptions::default()).unwrap();
+            let why = f
+                .failure()
+                .unwrap_or_else(|| panic!("{cheat:?} passed FAST"));
+            assert!(why.starts_with("FAST verification"), "{why}");
+            assert!(why.contains("never written"), "{cheat:?}: {why}");
+        }
+    }
+
+    #[test]
+    fn consecutive_repeats_refill_every_set_with_other_inputs() {
+        let n = 7;
+        for repeat in 0..20 {
+            let now: Vec<usize> = (0..n - 1).map(|s| pool_index(s, repeat, n)).collect();
+            let mut distinct = now.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(
+                distinct.len(),
+                n - 1,
+                "sets of one repeat hold distinct inputs"
+            );
+            for (s, &i) in now.iter().enumerate() {
+                assert_ne!(i, pool_index(s, repeat + 1, n));
+            }
+        }
+    }
+
+    #[test]
+    fn a_store_past_the_end_fails_green_with_the_region() {
+        let c = &small_suite()[0];
+        let inputs = Inputs::random(&c.problem, 1, 1.0);
+        let refs = crate::reference::reference(&inputs).unwrap();
+        let mut out = with_guard(attention(&inputs, Behaviour::Correct));
+        assert_eq!(crate::green::judge(&inputs, &out, &refs).failure, None);
+        let mut guard = vec![crate::inputs::GUARD_BITS; crate::inputs::GUARD_ELEMS];
+        guard[3] = 0;
+        out.guard_breach = crate::inputs::guard_breach("O", &guard, crate::inputs::GUARD_BITS);
+        let why = crate::green::judge(&inputs, &out, &refs).failure.unwrap();
+        assert!(why.contains("wrote past the end of O"), "{why}");
+        assert!(why.contains("1 of the 16384 guard elements"), "{why}");
     }
 
     fn small_objective() -> Vec<Problem> {
@@ -393,32 +552,8 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_that_stops_working_after_green_fails_the_recheck() {
-        /// Correct for the first `good` calls, zeros after.
-        struct Tired(FakeKernel, usize);
-        impl AttentionKernel for Tired {
-            fn name(&self) -> &str {
-                "tired"
-            }
-            fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError> {
-                if self.1 == 0 {
-                    return Ok(attention(inputs, Behaviour::Zeros));
-                }
-                self.1 -= 1;
-                self.0.run_once(inputs)
-            }
-            fn prepare_timing(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
-                self.0.prepare_timing(inputs, sets)
-            }
-            fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError> {
-                self.1 = 0;
-                self.0.time_calls(calls, method)
-            }
-            fn prepared(&self) -> Option<Problem> {
-                self.0.prepared()
-            }
-        }
-        let mut k = Tired(FakeKernel::new(Behaviour::Correct), usize::MAX);
+    fn a_kernel_that_stops_working_after_green_fails_fast_verification() {
+        let mut k = FakeKernel::new(Behaviour::EveryKth(1_000_000));
         let opts = EvalOptions {
             seed: 3,
             fast: FastOptions::default(),
@@ -435,10 +570,11 @@ mod tests {
         );
         assert_eq!(e.status, Status::GreenFailed);
         assert!(
-            e.detail
-                .starts_with("passed GREEN but failed the re-check after timing"),
+            e.detail.starts_with("passed GREEN but failed on")
+                && e.detail.contains("FAST verification"),
             "{}",
             e.detail
         );
+        assert!(e.timings.is_empty() && e.score_us.is_none());
     }
 }

@@ -6,7 +6,7 @@
 use crate::device::LoadedKernel;
 use crate::error::GateError;
 use crate::inputs::Inputs;
-use crate::kernel::{AttentionKernel, TimingMethod};
+use crate::kernel::{AttentionKernel, Output, TimingMethod};
 use evo_genome::{Dtype, HeadDim, Problem};
 
 pub struct KernelFamily {
@@ -58,25 +58,39 @@ impl KernelFamily {
     }
 }
 
+impl KernelFamily {
+    fn timed_variant(&self) -> Result<usize, GateError> {
+        self.timing
+            .ok_or_else(|| GateError::Abi(format!("{}: timed before prepare_timing", self.name)))
+    }
+}
+
 impl AttentionKernel for KernelFamily {
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError> {
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {
         self.get(&inputs.problem)?.run_once(inputs)
     }
 
-    fn prepare_timing(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError> {
-        self.timing = self.index(&inputs.problem);
-        self.get(&inputs.problem)?.prepare_timing(inputs, sets)
+    fn prepare_timing(&mut self, pool: &[&Inputs], sets: usize) -> Result<(), GateError> {
+        let problem = pool
+            .first()
+            .map(|i| i.problem)
+            .ok_or_else(|| GateError::Abi(format!("{}: an empty timing pool", self.name)))?;
+        self.timing = self.index(&problem);
+        self.get(&problem)?.prepare_timing(pool, sets)
     }
 
-    fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError> {
-        let i = self
-            .timing
-            .ok_or_else(|| GateError::Abi(format!("{}: timed before prepare_timing", self.name)))?;
-        self.variants[i].1.time_calls(calls, method)
+    fn time_repeat(&mut self, repeat: usize, method: TimingMethod) -> Result<f64, GateError> {
+        let i = self.timed_variant()?;
+        self.variants[i].1.time_repeat(repeat, method)
+    }
+
+    fn timed_outputs(&mut self) -> Result<Vec<Output>, GateError> {
+        let i = self.timed_variant()?;
+        self.variants[i].1.timed_outputs()
     }
 
     fn prepared(&self) -> Option<Problem> {

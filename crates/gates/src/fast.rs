@@ -1,34 +1,45 @@
-//! FAST: how fast is it? Only ever run on kernels that passed GREEN.
+//! FAST: how fast is it, and did the timed launches compute? Only ever run on kernels
+//! that passed GREEN.
 //!
-//! After a warm-up, each of `repeats` repeats times N back-to-back calls between two
-//! events, N chosen so that one repeat lasts at least ~1 ms (event resolution is
-//! ~0.5 µs, so a single 10 µs call between events would be mostly noise). Calls
-//! shorter than [`FastOptions::graph_below_us`] are captured in a CUDA graph and the
-//! graph is replayed instead: host launch gaps (several µs each) would otherwise be
-//! timed as kernel time. When the inputs fit in L2 the calls rotate among enough
-//! input sets to overflow it twice, so the numbers are not L2-resident best cases.
+//! The problem has `sets` resident input sets (enough to overflow L2 twice, so the
+//! numbers are not L2-resident best cases) and a pool of `sets + 1` distinct inputs
+//! drawn from the run seed. A repeat first, outside the timed region, poisons every
+//! set's O (guard restored) and refills set `i` with pool entry `(i + repeat) mod
+//! (sets + 1)` by device-to-device copies; then it launches each set exactly once
+//! between two events. So every timed launch computes on inputs that set did not hold
+//! in the repeat before, into an output that holds no result: a kernel that returns
+//! at once when O already holds finite values, that memoizes by buffer pointer, or
+//! that computes on only every k-th launch leaves poison behind.
 //!
-//! A graph capture records the calls' arguments, so a captured graph is only replayed
-//! on the buffers it was captured with; the kernel drops it when its buffers change.
+//! After the repeats every set's O is compared with the reference of the inputs it
+//! holds ([`verify`]): the CPU reference of [`crate::reference`], with all rows where
+//! the problem is small and sampled rows per (b, h) where it is large, the same
+//! sampling GREEN uses. A device reference would be faster for large shapes but is
+//! one more kernel to trust; the pool's references are computed once per run and
+//! shared by every kernel gated with that seed, so the CPU costs little per kernel.
+//!
+//! Repeats whose launches are shorter than [`FastOptions::graph_below_us`] each are
+//! a captured CUDA graph replayed between the events (host launch gaps would
+//! otherwise be timed as kernel time); the refills are plain stream copies before
+//! the start event, so the graph's buffers never change.
 
 use crate::error::GateError;
+use crate::green::{judge, LaunchCheck};
 use crate::inputs::Inputs;
-use crate::kernel::{AttentionKernel, TimingMethod};
+use crate::kernel::{pool_index, AttentionKernel, Output, TimingMethod};
 use crate::outcome::Timing;
+use crate::reference::Reference;
 use evo_genome::Problem;
+use rayon::prelude::*;
+use std::sync::Arc;
 
 /// H100's L2 (50 MB); the L4's is 48 MB, so one figure serves both targets.
 pub const L2_BYTES: u64 = 50 * 1024 * 1024;
 /// At most this many input sets (64 seed-shape sets are 128 MB).
 pub const MAX_INPUT_SETS: usize = 64;
-/// Most calls one repeat (or one captured graph) holds.
-pub const MAX_CALLS_PER_REPEAT: u32 = 4096;
-
 #[derive(Debug, Clone, Copy)]
 pub struct FastOptions {
     pub repeats: u32,
-    /// Shortest duration of one repeat, milliseconds.
-    pub min_repeat_ms: f64,
     /// Warm-up duration, milliseconds (module load, first-touch, clocks ramping).
     pub warmup_ms: f64,
     /// Calls shorter than this (µs) are timed by graph replay.
@@ -42,7 +53,6 @@ impl Default for FastOptions {
     fn default() -> Self {
         FastOptions {
             repeats: 20,
-            min_repeat_ms: 1.0,
             warmup_ms: 25.0,
             graph_below_us: 200.0,
             budget_ms: 4000.0,
@@ -79,60 +89,131 @@ pub fn input_sets(p: &Problem) -> usize {
         .clamp(1, MAX_INPUT_SETS as u64) as usize
 }
 
-/// Times `kernel` on `inputs.problem` (the inputs copied into each rotated set).
+/// The pool FAST refills its sets from: one more entry than there are sets.
+pub fn pool_len(p: &Problem) -> usize {
+    input_sets(p) + 1
+}
+
+/// What FAST measured and what the timed launches produced.
+#[derive(Debug, Clone)]
+pub struct Fast {
+    pub timing: Timing,
+    /// One check per set, against the reference of the inputs it held last.
+    pub checks: Vec<LaunchCheck>,
+}
+
+impl Fast {
+    /// The first failing set's reason, naming the check; `None` when all passed.
+    pub fn failure(&self) -> Option<String> {
+        let failed = self.checks.iter().filter(|c| c.failure.is_some()).count();
+        self.checks.iter().enumerate().find_map(|(i, c)| {
+            c.failure.as_ref().map(|f| {
+                format!(
+                    "FAST verification (the timed launches' outputs against the reference): \
+                     {failed} of {} input sets wrong after {} timed repeats, first set {i} \
+                     (input seed {}): {f}",
+                    self.checks.len(),
+                    self.timing.repeats,
+                    c.input_seed
+                )
+            })
+        })
+    }
+
+    /// The worst check (a failing one first), for records that keep one.
+    pub fn worst(&self) -> Option<LaunchCheck> {
+        self.checks
+            .iter()
+            .find(|c| c.failure.is_some())
+            .or_else(|| {
+                self.checks
+                    .iter()
+                    .max_by(|a, b| a.rel_frob.total_cmp(&b.rel_frob))
+            })
+            .cloned()
+    }
+}
+
+/// Times `kernel` on the pool's problem and checks what the timed launches produced.
+/// `pool` holds `pool_len(problem)` distinct inputs with their references.
 pub fn time_problem(
     kernel: &mut dyn AttentionKernel,
-    inputs: &Inputs,
+    pool: &[Arc<(Inputs, Reference)>],
     options: &FastOptions,
-) -> Result<Timing, GateError> {
-    let problem = &inputs.problem;
-    kernel.prepare_timing(inputs, input_sets(problem))?;
+) -> Result<Fast, GateError> {
+    let problem = pool
+        .first()
+        .map(|e| e.0.problem)
+        .ok_or_else(|| GateError::Abi("FAST needs a pool of inputs".into()))?;
+    let sets = (pool.len() - 1).max(1);
+    let inputs: Vec<&Inputs> = pool.iter().map(|e| &e.0).collect();
+    kernel.prepare_timing(&inputs, sets)?;
 
-    // Warm-up: single calls until warmup_ms has passed on the device.
+    // Warm-up (module load, first touch, clocks ramping): repeats until warmup_ms
+    // has passed on the device.
+    let mut repeat = 0;
     let mut spent = 0.0;
-    let mut warm_calls = 0;
-    while spent < options.warmup_ms && warm_calls < 1000 {
-        spent += kernel.time_calls(1, TimingMethod::Events)?;
-        warm_calls += 1;
+    while spent < options.warmup_ms && repeat < 1000 {
+        spent += kernel.time_repeat(repeat, TimingMethod::Events)?;
+        repeat += 1;
     }
-    // Events around host launches include the host's launch gaps (a few µs per kernel,
-    // far more per cuBLAS call), so a call is sized by replaying a graph of 10 calls:
-    // device time only. A call over 1 ms in the warm-up is already device-bound and is
-    // timed with events; so is a kernel (or library) that cannot be captured, and the
-    // timing says which method it got.
-    let warm_ms = spent / warm_calls as f64;
+    // Events around host launches include the host's launch gaps (a few µs per
+    // kernel), so a launch is sized by a graph replay: device time only. A kernel (or
+    // library) that cannot be captured is timed with events, and the timing says so.
+    let warm_us = spent / repeat as f64 * 1e3 / sets as f64;
     let mut method = TimingMethod::Events;
-    let mut estimate_ms = warm_ms;
-    if warm_ms < 1.0 {
+    let mut repeat_ms = spent / repeat as f64;
+    if warm_us < options.graph_below_us.max(1000.0) {
         let graphed = kernel
-            .time_calls(10, TimingMethod::Graph)
-            .and_then(|_| kernel.time_calls(10, TimingMethod::Graph));
-        match graphed {
-            Ok(ms) if ms / 10.0 * 1e3 < options.graph_below_us => {
+            .time_repeat(repeat, TimingMethod::Graph)
+            .and_then(|_| kernel.time_repeat(repeat + 1, TimingMethod::Graph));
+        repeat += 2;
+        if let Ok(ms) = graphed {
+            if ms * 1e3 / (sets as f64) < options.graph_below_us {
                 method = TimingMethod::Graph;
-                estimate_ms = ms / 10.0;
+                repeat_ms = ms;
             }
-            _ => estimate_ms = kernel.time_calls(10, TimingMethod::Events)? / 10.0,
         }
     }
-    let mut calls = ((options.min_repeat_ms / estimate_ms.max(1e-6)).ceil() as u32)
-        .clamp(1, MAX_CALLS_PER_REPEAT);
-    let repeat_ms = loop {
-        let ms = kernel.time_calls(calls, method)?;
-        if ms >= options.min_repeat_ms || calls == MAX_CALLS_PER_REPEAT {
-            break ms;
-        }
-        let scaled = (calls as f64 * options.min_repeat_ms / ms.max(1e-6) * 1.1).ceil() as u32;
-        calls = scaled.clamp(calls + 1, MAX_CALLS_PER_REPEAT);
-    };
     let repeats = options
         .repeats
         .min(((options.budget_ms / repeat_ms.max(1e-6)) as u32).max(3));
     let mut per_call_us = Vec::with_capacity(repeats as usize);
     for _ in 0..repeats {
-        per_call_us.push(kernel.time_calls(calls, method)? * 1e3 / calls as f64);
+        per_call_us.push(kernel.time_repeat(repeat, method)? * 1e3 / sets as f64);
+        repeat += 1;
     }
-    Ok(summarize(problem, &per_call_us, calls, method))
+    let last = repeat - 1;
+    let outputs = kernel.timed_outputs()?;
+    if outputs.len() != sets {
+        return Err(GateError::Abi(format!(
+            "{} returned {} timed outputs for {sets} input sets",
+            kernel.name(),
+            outputs.len()
+        )));
+    }
+    let checks = verify(&outputs, pool, last);
+    Ok(Fast {
+        timing: summarize(&problem, &per_call_us, sets as u32, method),
+        checks,
+    })
+}
+
+/// Checks each set's output of the last repeat against the reference of the inputs
+/// it held (pool entry [`pool_index`]`(set, last, pool.len())`), in parallel.
+pub fn verify(
+    outputs: &[Output],
+    pool: &[Arc<(Inputs, Reference)>],
+    last: usize,
+) -> Vec<LaunchCheck> {
+    outputs
+        .par_iter()
+        .enumerate()
+        .map(|(set, out)| {
+            let entry = &pool[pool_index(set, last, pool.len())];
+            judge(&entry.0, out, &entry.1)
+        })
+        .collect()
 }
 
 /// Median, min and max of per-call times; TFLOP/s at the median.

@@ -1,18 +1,18 @@
 //! Tests that need an NVIDIA GPU and NVRTC: `cargo test -p evo-gates --features gpu
 //! -- --test-threads=1` (one at a time, so timings do not share the GPU).
 //!
-//! The adversarial kernels of tests/kernels/ must each get the verdict written in
-//! their `.expected.toml`; the naive kernel, the cuBLAS hybrid and the named genomes
-//! must pass GREEN over the default suite.
+//! The adversarial kernels of tests/kernels/ must each get the verdicts written in
+//! their `.expected.toml` (GREEN over the default suite and the shapes drawn from the
+//! seed; FAST with its verification where the file names a FAST verdict); the naive
+//! kernel, the cuBLAS hybrid and the named genomes must pass GREEN.
 
 use crate::compile::{compile_all, cublas_hybrid, load_family, variants_for, KernelSource};
 use crate::device::Device;
 use crate::error::GateError;
-use crate::fast::{time_problem, FastOptions};
-use crate::green::{run_green, GreenOptions, GreenReport};
-use crate::inputs::Inputs;
+use crate::fast::{time_problem, Fast, FastOptions};
+use crate::green::{run_green, GreenCache, GreenOptions, GreenReport};
 use crate::kernel::AttentionKernel;
-use crate::suite::GreenSuite;
+use crate::suite::{full_cases, Case, GreenSuite};
 use evo_codegen::{compile_source, CompileOptions, Toolchain};
 use evo_genome::{GenomeFile, Problem, Target};
 use std::path::{Path, PathBuf};
@@ -38,13 +38,24 @@ fn setup() -> (Device, Toolchain, Target) {
     (device, tc, target)
 }
 
+const GREEN_SEED: u64 = 2026;
+
+/// FAST with its verification on the seed shape (the pool drawn from seed 1).
+fn fast_on_seed_shape(kernel: &mut dyn AttentionKernel) -> Fast {
+    let pool = GreenCache::default()
+        .pool(1, 0, &Problem::seed())
+        .unwrap_or_else(|e| panic!("{e}"));
+    time_problem(kernel, &pool, &FastOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", kernel.name()))
+}
+
 fn green_over_default(
     device: &Device,
     tc: &Toolchain,
     target: Target,
     sources: &[KernelSource],
+    cases: &[Case],
 ) -> Vec<GreenReport> {
-    let cases = GreenSuite::Default.cases();
     let problems: Vec<Problem> = cases.iter().map(|c| c.problem).collect();
     let built = compile_all(tc, sources, &variants_for(&problems), target);
     sources
@@ -65,9 +76,9 @@ fn green_over_default(
                 load_family(device, source.name(), variants).unwrap_or_else(|e| panic!("{e}"));
             run_green(
                 &mut family,
-                &cases,
+                cases,
                 GreenOptions {
-                    seed: 2026,
+                    seed: GREEN_SEED,
                     stop_at_first_failure: false,
                 },
             )
@@ -81,6 +92,13 @@ struct Expected {
     verdict: String,
     reason_contains: Option<String>,
     because: String,
+    /// FAST's verdict on the seed shape, where the kernel passes GREEN and the point is
+    /// the timed launches.
+    #[serde(default)]
+    fast: Option<String>,
+    /// With a FAST pass: its median is at least this fraction of naive.cu's.
+    #[serde(default)]
+    min_time_vs_naive: Option<f64>,
 }
 
 #[test]
@@ -94,8 +112,8 @@ fn hand_written_kernels_get_their_expected_verdicts() {
         .collect();
     files.sort();
     assert!(
-        files.len() >= 9,
-        "expected the naive kernel and eight adversarial ones in {}",
+        files.len() >= 15,
+        "expected the naive kernel and fourteen adversarial ones in {}",
         dir.display()
     );
     let sources: Vec<KernelSource> = files
@@ -105,29 +123,73 @@ fn hand_written_kernels_get_their_expected_verdicts() {
             text: std::fs::read_to_string(p).unwrap(),
         })
         .collect();
-    let reports = green_over_default(&device, &tc, target, &sources);
+    let reports = green_over_default(
+        &device,
+        &tc,
+        target,
+        &sources,
+        &full_cases(GreenSuite::Default.cases(), GREEN_SEED),
+    );
+    let seed_variants = variants_for(&[Problem::seed()]);
+    let mut fast_of = |source: &KernelSource| -> Fast {
+        let built = compile_all(&tc, std::slice::from_ref(source), &seed_variants, target);
+        let mut family =
+            load_family(&device, source.name(), &built[0]).unwrap_or_else(|e| panic!("{e}"));
+        fast_on_seed_shape(&mut family)
+    };
+    let naive = sources
+        .iter()
+        .find(|s| s.name().ends_with("naive.cu"))
+        .expect("tests/kernels/naive.cu");
+    let naive_us = fast_of(naive).timing.median_us;
     let mut wrong = Vec::new();
-    for (file, report) in files.iter().zip(&reports) {
+    for ((file, source), report) in files.iter().zip(&sources).zip(&reports) {
         let expected: Expected =
             toml::from_str(&std::fs::read_to_string(file.with_extension("expected.toml")).unwrap())
                 .unwrap();
         let verdict = if report.passed() { "pass" } else { "fail" };
-        let failures = report.failures();
+        let mut failures = report.failures();
+        let mut got = verdict.to_string();
+        let mut want = expected.verdict.clone();
+        if let Some(fast_expected) = &expected.fast {
+            want += &format!(", FAST {fast_expected}");
+            if report.passed() {
+                let fast = fast_of(source);
+                let fast_verdict = if fast.failure().is_none() {
+                    "pass"
+                } else {
+                    "fail"
+                };
+                got += &format!(", FAST {fast_verdict}");
+                failures = fast.failure().unwrap_or_default();
+                let ratio = fast.timing.median_us / naive_us;
+                eprintln!(
+                    "{}: FAST {:.2} µs ({:.2}x naive's {:.2} µs)",
+                    file.display(),
+                    fast.timing.median_us,
+                    ratio,
+                    naive_us
+                );
+                if let Some(min) = expected.min_time_vs_naive {
+                    if ratio < min {
+                        got += &format!(" at {ratio:.2}x naive's time (under {min})");
+                    }
+                }
+            }
+        }
         eprintln!(
-            "{}: {verdict} (expected {}: {})\n{failures}",
+            "{}: {got} (expected {want}: {})\n{failures}",
             file.display(),
-            expected.verdict,
             expected.because
         );
         let reason_ok = expected
             .reason_contains
             .as_ref()
             .is_none_or(|r| failures.contains(r.as_str()));
-        if verdict != expected.verdict || !reason_ok {
+        if got != want || !reason_ok {
             wrong.push(format!(
-                "{}: got {verdict}, expected {} ({:?})\n{failures}",
+                "{}: got {got}, expected {want} ({:?})\n{failures}",
                 file.display(),
-                expected.verdict,
                 expected.reason_contains
             ));
         }
@@ -154,11 +216,17 @@ fn named_genomes_pass_green() {
             }
         })
         .collect();
-    let failed: Vec<String> = green_over_default(&device, &tc, target, &sources)
-        .iter()
-        .filter(|r| !r.passed())
-        .map(|r| format!("{}:\n{}", r.kernel, r.failures()))
-        .collect();
+    let failed: Vec<String> = green_over_default(
+        &device,
+        &tc,
+        target,
+        &sources,
+        &full_cases(GreenSuite::Default.cases(), GREEN_SEED),
+    )
+    .iter()
+    .filter(|r| !r.passed())
+    .map(|r| format!("{}:\n{}", r.kernel, r.failures()))
+    .collect();
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
@@ -168,7 +236,7 @@ fn cublas_hybrid_passes_green_and_is_timed() {
     let mut hybrid = cublas_hybrid(&tc, &device, target).unwrap_or_else(|e| panic!("{e}"));
     let report = run_green(
         &mut hybrid,
-        &GreenSuite::Default.cases(),
+        &full_cases(GreenSuite::Default.cases(), 7),
         GreenOptions {
             seed: 7,
             stop_at_first_failure: false,
@@ -176,12 +244,9 @@ fn cublas_hybrid_passes_green_and_is_timed() {
     )
     .unwrap();
     assert!(report.passed(), "{}", report.failures());
-    let t = time_problem(
-        &mut hybrid,
-        &Inputs::random(&Problem::seed(), 1, 1.0),
-        &FastOptions::default(),
-    )
-    .unwrap();
+    let fast = fast_on_seed_shape(&mut hybrid);
+    assert_eq!(fast.failure(), None);
+    let t = fast.timing;
     eprintln!(
         "cublas-hybrid {}: {:.2} µs ({}), {:.1} TFLOP/s",
         t.problem, t.median_us, t.method, t.tflops
@@ -223,20 +288,18 @@ fn the_naive_kernel_is_timed_over_rotating_inputs() {
         target,
     );
     let mut family = load_family(&device, "naive", &built[0]).unwrap();
-    let t = time_problem(
-        &mut family,
-        &Inputs::random(&p, 1, 1.0),
-        &FastOptions::default(),
-    )
-    .unwrap();
+    let fast = fast_on_seed_shape(&mut family);
+    assert_eq!(fast.failure(), None);
+    let t = fast.timing;
     eprintln!(
         "naive {}: {:.2} µs ({} x{}), {:.2} TFLOP/s",
         p, t.median_us, t.method, t.launches_per_repeat, t.tflops
     );
     assert!(t.min_us <= t.median_us && t.median_us <= t.max_us);
-    assert!(
-        t.launches_per_repeat as f64 * t.median_us >= 900.0,
-        "a repeat lasts about 1 ms or more"
+    assert_eq!(
+        t.launches_per_repeat as usize,
+        crate::fast::input_sets(&p),
+        "each input set launched once per repeat"
     );
     assert_eq!(family.prepared(), Some(p));
 }
@@ -253,7 +316,14 @@ fn champion_green_report_snapshot() {
         name: file.name,
         genome: file.genes,
     };
-    let report = green_over_default(&device, &tc, target, &[source]).remove(0);
+    let report = green_over_default(
+        &device,
+        &tc,
+        target,
+        &[source],
+        &GreenSuite::Default.cases(),
+    )
+    .remove(0);
     let mut text = format!("{} (seed {})\n", report.kernel, report.seed);
     for case in &report.cases {
         for (n, l) in case.launches.iter().enumerate() {

@@ -7,8 +7,9 @@
 //! against the candle reference are within the dtype's [`Tolerance`].
 
 use crate::error::GateError;
+use crate::fast::pool_len;
 use crate::inputs::{case_key, launch_seed, poison_bits, to_f32, Inputs};
-use crate::kernel::AttentionKernel;
+use crate::kernel::{AttentionKernel, Output};
 use crate::reference::{reference, Reference};
 use crate::suite::Case;
 use crate::tolerance::{ErrorStats, Tolerance, Worst};
@@ -168,6 +169,40 @@ impl GreenCache {
         )
     }
 
+    /// FAST's pool for the `n`-th timed problem: [`pool_len`] distinct inputs and their
+    /// references, drawn from the run seed and computed in parallel on first use.
+    pub fn pool(
+        &mut self,
+        seed: u64,
+        n: usize,
+        problem: &Problem,
+    ) -> Result<Vec<Arc<(Inputs, Reference)>>, GateError> {
+        let keys: Vec<(u64, Problem, u32)> = (0..pool_len(problem))
+            .map(|j| {
+                (
+                    launch_seed(seed, 1000 + n as u64, j),
+                    *problem,
+                    1.0f32.to_bits(),
+                )
+            })
+            .collect();
+        let missing: Vec<_> = keys
+            .iter()
+            .filter(|k| !self.entries.contains_key(k))
+            .copied()
+            .collect();
+        let computed: Result<Vec<_>, GateError> = missing
+            .par_iter()
+            .map(|&key| {
+                let inputs = Inputs::random(&key.1, key.0, 1.0);
+                let refs = reference(&inputs)?;
+                Ok((key, Arc::new((inputs, refs))))
+            })
+            .collect();
+        self.entries.extend(computed?);
+        Ok(keys.iter().map(|k| self.entries[k].clone()).collect())
+    }
+
     /// Computes every launch of `cases` in parallel (rayon) ahead of the GPU work.
     pub fn prepare(&mut self, seed: u64, cases: &[Case]) -> Result<(), GateError> {
         let jobs: Vec<(usize, usize)> = (0..cases.len())
@@ -239,11 +274,11 @@ pub fn check_against(
 ) -> Result<LaunchCheck, GateError> {
     let out = kernel.run_once(inputs)?;
     let expected_len = inputs.problem.q_elems();
-    if out.len() != expected_len {
+    if out.o.len() != expected_len {
         return Err(GateError::Abi(format!(
             "{} returned {} output elements for {}, expected {expected_len}",
             kernel.name(),
-            out.len(),
+            out.o.len(),
             inputs.problem
         )));
     }
@@ -251,7 +286,8 @@ pub fn check_against(
 }
 
 /// Applies the checks to an output (pure: the fake-device tests call it directly).
-pub fn judge(inputs: &Inputs, out: &[u16], refs: &Reference) -> LaunchCheck {
+pub fn judge(inputs: &Inputs, output: &Output, refs: &Reference) -> LaunchCheck {
+    let out = &output.o;
     let p = &inputs.problem;
     let (lq, d) = (p.q_len as usize, p.head_dim.get() as usize);
     let heads = p.heads as usize;
@@ -282,7 +318,7 @@ pub fn judge(inputs: &Inputs, out: &[u16], refs: &Reference) -> LaunchCheck {
         }
     }
     let tol = Tolerance::for_dtype(p.dtype);
-    let mut reasons = Vec::new();
+    let mut reasons: Vec<String> = output.guard_breach.iter().cloned().collect();
     if !unwritten.is_empty() {
         reasons.push(format!(
             "{} of {} output elements never written (still the NaN poison), first at {}",

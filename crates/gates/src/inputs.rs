@@ -25,6 +25,39 @@ pub fn poison_bits(dtype: Dtype) -> u16 {
     }
 }
 
+/// Elements of the guard region after O: a whole 128 x 128 tile stored one tile past
+/// the end still lands in it.
+pub const GUARD_ELEMS: usize = 128 * 128;
+
+/// The pattern of O's guard region: a NaN (f16) / huge (bf16) bit pattern no rounding
+/// of attention produces, distinct from the poison so the two regions are told apart.
+pub const GUARD_BITS: u16 = 0x7D3C;
+
+/// The pattern of the split-KV workspace's guard (f32 elements after ws_o and ws_lse).
+pub const GUARD_F32_BITS: u32 = 0x7FA5_3C3C;
+
+/// A poisoned O followed by its guard region: what every output buffer is reset to.
+pub fn fresh_output(problem: &Problem) -> Vec<u16> {
+    let mut o = vec![poison_bits(problem.dtype); problem.q_elems() + GUARD_ELEMS];
+    o[problem.q_elems()..].fill(GUARD_BITS);
+    o
+}
+
+/// Where the guard region `guard` (after `region`) no longer holds `pattern`: `None`
+/// when intact, else how many elements were overwritten and the first offset.
+pub fn guard_breach<T: PartialEq + Copy>(region: &str, guard: &[T], pattern: T) -> Option<String> {
+    let hit: Vec<usize> = (0..guard.len()).filter(|&i| guard[i] != pattern).collect();
+    hit.first().map(|first| {
+        format!(
+            "wrote past the end of {region}: {} of the {} guard elements after it were \
+             overwritten, the first {} past the end",
+            hit.len(),
+            guard.len(),
+            first
+        )
+    })
+}
+
 /// Rounds an f32 to the dtype; returns the bits.
 pub fn to_bits(dtype: Dtype, x: f32) -> u16 {
     match dtype {

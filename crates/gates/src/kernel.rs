@@ -30,23 +30,46 @@ impl TimingMethod {
     }
 }
 
+/// What one call left in device memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// O as 16-bit elements, B·H·Lq·D of them.
+    pub o: Vec<u16>,
+    /// Set when the call wrote past the end of O or of the split-KV workspace (the
+    /// guard regions after them no longer hold their pattern): where and how much.
+    pub guard_breach: Option<String>,
+}
+
+/// The pool entry input set `set` holds during timed repeat `repeat`. With a pool of
+/// more entries than sets, no set holds the inputs it held in the repeat before and no
+/// two sets hold the same inputs within a repeat.
+pub fn pool_index(set: usize, repeat: usize, pool_len: usize) -> usize {
+    (set + repeat) % pool_len.max(1)
+}
+
 /// An attention implementation the gates can check and time.
 pub trait AttentionKernel {
     /// A name for reports (`v6a`, `tests/kernels/zeros.cu`, `cublas-hybrid`).
     fn name(&self) -> &str;
 
     /// One checked call: the output is filled with [`crate::inputs::poison_bits`]
-    /// before the launch, then the kernel runs on `inputs` and the whole output comes
-    /// back as 16-bit elements (so unwritten elements are recognised by their bits).
-    fn run_once(&mut self, inputs: &Inputs) -> Result<Vec<u16>, GateError>;
+    /// (and the guard regions after it with [`crate::inputs::GUARD_BITS`]) before the
+    /// launch, then the kernel runs on `inputs` and the whole output comes back as
+    /// 16-bit elements (so unwritten elements are recognised by their bits).
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError>;
 
-    /// Makes `sets` resident copies of `inputs` (distinct buffers, so that rotating
-    /// among them keeps the inputs out of L2) for the timed calls that follow.
-    fn prepare_timing(&mut self, inputs: &Inputs, sets: usize) -> Result<(), GateError>;
+    /// Makes `sets` resident input sets with their outputs, and keeps `pool` (distinct
+    /// inputs of one problem, more of them than `sets`) resident to refill them from.
+    fn prepare_timing(&mut self, pool: &[&Inputs], sets: usize) -> Result<(), GateError>;
 
-    /// Milliseconds for `calls` back-to-back calls on the prepared problem, rotating
-    /// among the prepared input sets.
-    fn time_calls(&mut self, calls: u32, method: TimingMethod) -> Result<f64, GateError>;
+    /// One timed repeat. Outside the timed region, every set's O (and the split-KV
+    /// workspace) is poisoned and set `i` is refilled with pool entry
+    /// [`pool_index`]`(i, repeat, pool.len())`; then each set is launched exactly once
+    /// between two events. Milliseconds for those launches.
+    fn time_repeat(&mut self, repeat: usize, method: TimingMethod) -> Result<f64, GateError>;
+
+    /// Every set's output as the last repeat left it, in set order.
+    fn timed_outputs(&mut self) -> Result<Vec<Output>, GateError>;
 
     /// The problem the kernel was last prepared for, if any.
     fn prepared(&self) -> Option<Problem>;

@@ -7,6 +7,8 @@
 //! large logits (|s| > 100: a softmax without the running max overflows).
 
 use evo_genome::{Dtype, HeadDim, Problem};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 /// One GREEN case: a problem and how its inputs are drawn.
@@ -15,6 +17,9 @@ pub struct Case {
     pub problem: Problem,
     /// Q is multiplied by this (1 for ordinary cases; 40 for the large-logit cases).
     pub q_gain: f32,
+    /// Drawn from the run seed ([`drawn_cases`]) rather than fixed.
+    #[serde(default)]
+    pub drawn: bool,
 }
 
 impl Case {
@@ -38,6 +43,7 @@ impl Case {
                 causal,
             },
             q_gain: 1.0,
+            drawn: false,
         }
     }
 
@@ -48,12 +54,186 @@ impl Case {
 
     /// `B1 H8 L512 D64 f16` plus ` large-logits` where it applies.
     pub fn label(&self) -> String {
+        let mut label = self.problem.label();
         if self.q_gain != 1.0 {
-            format!("{} large-logits", self.problem)
-        } else {
-            self.problem.label()
+            label += " large-logits";
         }
+        if self.drawn {
+            label += " drawn";
+        }
+        label
     }
+}
+
+/// One `[[case]]` of a user's suite file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseSpec {
+    batch: u32,
+    heads: u32,
+    q_len: u32,
+    kv_len: u32,
+    head_dim: HeadDim,
+    dtype: Dtype,
+    causal: bool,
+    #[serde(default = "unit_gain")]
+    q_gain: f32,
+}
+
+fn unit_gain() -> f32 {
+    1.0
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    case: Vec<CaseSpec>,
+}
+
+/// A user's own GREEN cases from a TOML file of `[[case]]` tables (`batch`, `heads`,
+/// `q_len`, `kv_len`, `head_dim` 64 or 128, `dtype` "f16" or "bf16", `causal`, and
+/// optionally `q_gain`). Errors name the file, the line and the field.
+pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError> {
+    let err = |message: String| crate::GateError::Suite {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|error| crate::GateError::Io {
+        path: path.display().to_string(),
+        error,
+    })?;
+    let file: SuiteFile = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| format!("line {}: ", text[..s.start].matches('\n').count() + 1))
+            .unwrap_or_default();
+        err(format!(
+            "{line}{} (each [[case]] has batch, heads, q_len, kv_len, head_dim = 64 or 128, \
+             dtype = \"f16\" or \"bf16\", causal, optional q_gain)",
+            e.message()
+        ))
+    })?;
+    if file.case.is_empty() {
+        return Err(err("no [[case]] tables; add at least one".into()));
+    }
+    // The line of each `[[case]]` header, for errors found after parsing.
+    let headers: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[[case]]"))
+        .map(|(n, _)| n + 1)
+        .collect();
+    file.case
+        .into_iter()
+        .enumerate()
+        .map(|(n, c)| {
+            let problem = Problem {
+                batch: c.batch,
+                heads: c.heads,
+                q_len: c.q_len,
+                kv_len: c.kv_len,
+                head_dim: c.head_dim,
+                dtype: c.dtype,
+                causal: c.causal,
+            };
+            let at = headers
+                .get(n)
+                .map(|l| format!("line {l}: "))
+                .unwrap_or_default();
+            problem
+                .validate()
+                .map_err(|m| err(format!("{at}[[case]] number {}: {m}", n + 1)))?;
+            if !(c.q_gain.is_finite() && c.q_gain > 0.0) {
+                return Err(err(format!(
+                    "{at}[[case]] number {}: field `q_gain` is {}; it must be a positive number",
+                    n + 1,
+                    c.q_gain
+                )));
+            }
+            Ok(Case {
+                problem,
+                q_gain: c.q_gain,
+                drawn: false,
+            })
+        })
+        .collect()
+}
+
+/// Shapes GREEN draws per run, in addition to a suite's fixed cases.
+pub const DRAWN_CASES: usize = 6;
+/// The longest length a drawn shape may have.
+pub const MAX_DRAWN_LEN: u32 = 16384;
+/// Drawn Lq·Lk stays at or under this (a slow candidate still runs in milliseconds).
+pub const MAX_DRAWN_SCORES: u64 = 1 << 25;
+
+/// Every length a fixed case of the built-in suites uses: drawn shapes avoid them, so
+/// a kernel tuned to the suite's lengths meets others.
+pub fn suite_lengths() -> Vec<u32> {
+    let mut lens: Vec<u32> = [GreenSuite::Default, GreenSuite::Quick]
+        .iter()
+        .flat_map(|s| s.cases())
+        .flat_map(|c| [c.problem.q_len, c.problem.kv_len])
+        .collect();
+    lens.sort_unstable();
+    lens.dedup();
+    lens
+}
+
+/// `n` shapes drawn from `seed` (a gate draws [`DRAWN_CASES`]): B 1..=2 and H 1..=3, Lq
+/// and Lk log-uniform in 1..=16384 and never a length of the fixed suites, both head
+/// dims, both dtypes, causal and not (the first six cover every combination pair).
+/// The first has Lk >= 8192, the second Lq >= 4096; Lq·Lk is capped at
+/// [`MAX_DRAWN_SCORES`]. The same seed draws the same shapes (`evo gate --seed`).
+pub fn drawn_cases(seed: u64, n: usize) -> Vec<Case> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_D8A3_0000_0001);
+    let avoid = suite_lengths();
+    let len = |rng: &mut ChaCha8Rng, lo: u32, hi: u32| loop {
+        let x = ((lo as f64).ln() + rng.random::<f64>() * ((hi as f64).ln() - (lo as f64).ln()))
+            .exp()
+            .round() as u32;
+        let x = x.clamp(lo, hi);
+        if !avoid.contains(&x) {
+            break x;
+        }
+    };
+    (0..n)
+        .map(|i| {
+            let (q_len, kv_len) = loop {
+                let (lq, lk) = match i {
+                    0 => (len(&mut rng, 1, 1024), len(&mut rng, 8192, MAX_DRAWN_LEN)),
+                    1 => (len(&mut rng, 4096, MAX_DRAWN_LEN), len(&mut rng, 1, 2048)),
+                    _ => (
+                        len(&mut rng, 1, MAX_DRAWN_LEN),
+                        len(&mut rng, 1, MAX_DRAWN_LEN),
+                    ),
+                };
+                if lq as u64 * lk as u64 <= MAX_DRAWN_SCORES {
+                    break (lq, lk);
+                }
+            };
+            Case {
+                problem: Problem {
+                    batch: rng.random_range(1..=2),
+                    heads: rng.random_range(1..=3),
+                    q_len,
+                    kv_len,
+                    head_dim: [HeadDim::D64, HeadDim::D128][i % 2],
+                    dtype: [Dtype::F16, Dtype::Bf16][(i / 2) % 2],
+                    causal: (i / 3) % 2 == 1,
+                },
+                q_gain: 1.0,
+                drawn: true,
+            }
+        })
+        .collect()
+}
+
+/// A suite's fixed cases followed by the shapes drawn from `seed`: what GREEN runs
+/// when it is the full gate.
+pub fn full_cases(fixed: Vec<Case>, seed: u64) -> Vec<Case> {
+    let mut cases = fixed;
+    cases.extend(drawn_cases(seed, DRAWN_CASES));
+    cases
 }
 
 /// With standard normal Q and K, s = q·k/√D is N(0, 1); multiplying Q by 40 gives
@@ -184,6 +364,86 @@ mod tests {
         for c in &cases {
             c.problem.validate().unwrap();
         }
+    }
+
+    #[test]
+    fn drawn_shapes_cover_what_the_issue_asks_and_follow_the_seed() {
+        let avoid = suite_lengths();
+        let mut all_lens = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let cases = drawn_cases(seed, DRAWN_CASES);
+            assert_eq!(cases.len(), DRAWN_CASES);
+            let has = |f: &dyn Fn(&Problem) -> bool| cases.iter().any(|c| f(&c.problem));
+            assert!(has(&|p| p.kv_len >= 8192), "seed {seed}: no Lk >= 8192");
+            assert!(has(&|p| p.q_len >= 4096), "seed {seed}: no Lq >= 4096");
+            assert!(has(&|p| p.head_dim == HeadDim::D64) && has(&|p| p.head_dim == HeadDim::D128));
+            assert!(has(&|p| p.dtype == Dtype::F16) && has(&|p| p.dtype == Dtype::Bf16));
+            assert!(has(&|p| p.causal) && has(&|p| !p.causal));
+            for c in &cases {
+                let p = c.problem;
+                p.validate().unwrap();
+                assert!(c.drawn && c.label().ends_with(" drawn"));
+                assert!(p.batch <= 2 && p.heads <= 3);
+                assert!(
+                    (1..=MAX_DRAWN_LEN).contains(&p.q_len)
+                        && (1..=MAX_DRAWN_LEN).contains(&p.kv_len)
+                );
+                assert!(!avoid.contains(&p.q_len) && !avoid.contains(&p.kv_len));
+                assert!(p.q_len as u64 * p.kv_len as u64 <= MAX_DRAWN_SCORES);
+                all_lens.insert(p.q_len);
+                all_lens.insert(p.kv_len);
+            }
+        }
+        assert!(all_lens.len() > 500, "lengths spread: {}", all_lens.len());
+        assert!(all_lens.iter().any(|&l| l < 16) && all_lens.iter().any(|&l| l > 10000));
+        assert_eq!(drawn_cases(5, 6), drawn_cases(5, 6));
+        assert_ne!(drawn_cases(5, 6), drawn_cases(6, 6));
+        let full = full_cases(GreenSuite::Default.cases(), 5);
+        assert_eq!(full.len(), GreenSuite::Default.cases().len() + DRAWN_CASES);
+    }
+
+    #[test]
+    fn a_users_suite_loads_and_a_bad_field_is_named_with_its_line() {
+        let dir = std::env::temp_dir().join(format!("evo-suite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.toml");
+        std::fs::write(
+            &good,
+            "[[case]]\nbatch = 1\nheads = 2\nq_len = 4000\nkv_len = 37\nhead_dim = 128\n\
+             dtype = \"bf16\"\ncausal = true\n",
+        )
+        .unwrap();
+        let cases = load_suite(&good).unwrap();
+        assert_eq!(cases.len(), 1);
+        assert_eq!(
+            (cases[0].problem.q_len, cases[0].problem.kv_len),
+            (4000, 37)
+        );
+        assert_eq!(cases[0].q_gain, 1.0);
+
+        let bad = dir.join("bad.toml");
+        std::fs::write(
+            &bad,
+            "[[case]]\nbatch = 1\nheads = 2\nq_len = 8\nkv_len = 8\nhead_dim = 96\n\
+             dtype = \"f16\"\ncausal = false\n",
+        )
+        .unwrap();
+        let e = load_suite(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("bad.toml") && e.contains("line 6") && e.contains("96"),
+            "{e}"
+        );
+
+        let zero = dir.join("zero.toml");
+        std::fs::write(
+            &zero,
+            "# mine\n[[case]]\nbatch = 1\nheads = 2\nq_len = 0\nkv_len = 8\nhead_dim = 64\n\
+             dtype = \"f16\"\ncausal = false\n",
+        )
+        .unwrap();
+        let e = load_suite(&zero).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("q_len"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

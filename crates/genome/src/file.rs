@@ -31,11 +31,12 @@ pub struct GenomeFile {
 /// Errors reading or writing genome files; each names the file, and where it can, the line.
 #[derive(Debug, Error)]
 pub enum GenomeError {
-    #[error("{path}: cannot read: {source}")]
+    /// The OS error is part of the message, not a `source`: a report that prints the
+    /// error chain would otherwise print it twice.
+    #[error("{path}: cannot read: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(transparent)]
     Parse(#[from] TomlError),
@@ -55,9 +56,9 @@ impl GenomeFile {
 
     /// Reads and parses a genome file.
     pub fn load(path: &Path) -> Result<GenomeFile, GenomeError> {
-        let text = std::fs::read_to_string(path).map_err(|source| GenomeError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| GenomeError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::from_toml_str(&text, path)
     }

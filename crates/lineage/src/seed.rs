@@ -61,6 +61,7 @@ pub fn seeds_record(name: &str, genome: &Genome) -> Option<Evaluation> {
         }],
         resources: None,
         detail: String::new(),
+        gates: Vec::new(),
     })
 }
 

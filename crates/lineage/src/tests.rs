@@ -14,6 +14,7 @@ fn ok(genome: Genome, us: f64, device: &str) -> Evaluation {
         timings: Vec::new(),
         resources: None,
         detail: String::new(),
+        gates: Vec::new(),
     }
 }
 

@@ -99,6 +99,12 @@ pub struct Evaluation {
     /// Why it failed (rule, compile log excerpt, GREEN report, fault), empty when ok.
     #[serde(default)]
     pub detail: String,
+    /// The gates it passed, e.g. `GREEN 12 fixed + 6 drawn cases (seed 2026)` and
+    /// `FAST verified: 50 timed sets of B1 H8 L512 D64 f16` (empty for records made
+    /// before gates were named, and for failures; not written when empty, so records
+    /// without it read and write as before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<String>,
 }
 
 impl Evaluation {
@@ -114,6 +120,7 @@ impl Evaluation {
             timings: Vec::new(),
             resources: None,
             detail: detail.into(),
+            gates: Vec::new(),
         }
     }
 

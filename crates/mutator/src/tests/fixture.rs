@@ -125,6 +125,7 @@ pub fn synthetic_evaluation(g: &Genome, head_dim: HeadDim, target: Target) -> Ev
         }],
         resources: None,
         detail: String::new(),
+        gates: Vec::new(),
     }
 }
 
