@@ -8,9 +8,10 @@
 #               anchors suite, f16 then bf16 (one run each, SDPA in the same process run)
 # 3. ablations  evo bench of fa3 and its one-gene ablations (experiments/.../ablations), f16
 # 4. sweep      evo gate: the named genomes and 300 Hopper genomes drawn from the valid
-#               space (--family hopper), default suite (+ drawn shapes), no timing
+#               space (--family hopper), default suite plus 6 shapes drawn from the seed,
+#               no timing
 # 5. sanitize   compute-sanitizer memcheck, racecheck, synccheck over fa3 and the
-#               ablations, quick suite
+#               ablations, quick suite without drawn shapes (each launch costs 100x there)
 #
 # Needs: EVO (the evo binary, default target/release/evo), CUDA in /usr/local/cuda.
 set -uo pipefail
@@ -35,7 +36,7 @@ run sweep "$evo" gate genomes/*.toml --sample 300 --family hopper --suite defaul
 cs=/usr/local/cuda/bin/compute-sanitizer
 for tool in memcheck racecheck synccheck; do
   run "sanitize_$tool" timeout 200 "$cs" --tool "$tool" --print-limit 20 \
-    "$evo" gate genomes/fa3.toml $exp/ablations/*.toml --suite quick --time none
+    "$evo" gate genomes/fa3.toml $exp/ablations/*.toml --suite quick --drawn 0 --time none
 done
 echo "== summary"
 for f in bench_f16 bench_bf16; do grep -A 8 "^B2 H16 L4096 D128" "$results/$f.txt" | grep -E "^(fa2|fa3|sdpa-cudnn) "; done
