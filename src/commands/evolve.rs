@@ -542,7 +542,12 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
                 c.score_us().unwrap_or_default(),
                 c.genome.summary()
             );
-            if let Some(gates) = c.evaluation.as_ref().map(|e| &e.gates).filter(|g| !g.is_empty()) {
+            if let Some(gates) = c
+                .evaluation
+                .as_ref()
+                .map(|e| &e.gates)
+                .filter(|g| !g.is_empty())
+            {
                 println!("  gates passed: {}", gates.join("; "));
             }
         }

@@ -34,7 +34,11 @@ pub struct GateArgs {
     pub family: Option<String>,
     /// GREEN's fixed cases: `default`, `quick`, or a TOML file of your own `[[case]]`
     /// shapes. Shapes drawn from --seed are always added (see the report).
-    #[arg(long, default_value = "default", value_name = "default|quick|FILE.toml")]
+    #[arg(
+        long,
+        default_value = "default",
+        value_name = "default|quick|FILE.toml"
+    )]
     pub suite: String,
     /// Shapes GREEN draws from --seed in addition to the fixed cases (at least 6 for a
     /// real gate; 0 only for sanitizer runs, where every launch costs 100x).
@@ -261,7 +265,11 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                             .and_then(|c| resources(c, smem.unwrap_or(0)));
                         summary += &format!(
                             "; FAST {}: {problem}: {:.2} µs ({}), {:.1} TFLOP/s{}",
-                            if check.failure.is_none() { "verified" } else { "FAIL" },
+                            if check.failure.is_none() {
+                                "verified"
+                            } else {
+                                "FAIL"
+                            },
                             timing.median_us,
                             timing.method,
                             timing.tflops,

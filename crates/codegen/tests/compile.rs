@@ -68,8 +68,16 @@ fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
         }
     };
     if g.family == Family::Hopper {
-        expect("wgmma.mma_async (hopper)", true, ptx.contains("wgmma.mma_async"));
-        expect("no mma.sync (hopper)", false, ptx.contains("mma.sync.aligned.m16n8k16"));
+        expect(
+            "wgmma.mma_async (hopper)",
+            true,
+            ptx.contains("wgmma.mma_async"),
+        );
+        expect(
+            "no mma.sync (hopper)",
+            false,
+            ptx.contains("mma.sync.aligned.m16n8k16"),
+        );
         expect(
             "cp.async.bulk.tensor (hopper_load = tma)",
             g.hopper_load == HopperLoad::Tma,

@@ -11,9 +11,7 @@
 //! checked first): callers need no `cfg`, as candle's dummy CUDA backend.
 
 use crate::error::GateError;
-use crate::inputs::{
-    fresh_output, guard_breach, Inputs, GUARD_BITS, GUARD_ELEMS, GUARD_F32_BITS,
-};
+use crate::inputs::{fresh_output, guard_breach, Inputs, GUARD_BITS, GUARD_ELEMS, GUARD_F32_BITS};
 use crate::kernel::{pool_index, AttentionKernel, Output, TimingMethod};
 use cudarc::cublas::{result as blas_result, sys as blas_sys, CudaBlas};
 use cudarc::driver::sys::{
@@ -185,7 +183,10 @@ impl Device {
                     .chunks_exact(4)
                     .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                     .collect();
-                Some(TensorMapSpec::from_ints(&ints).map_err(|m| GateError::Abi(format!("{name}: {m}")))?)
+                Some(
+                    TensorMapSpec::from_ints(&ints)
+                        .map_err(|m| GateError::Abi(format!("{name}: {m}")))?,
+                )
             }
         };
         if geometry.smem_bytes > 48 * 1024 {
@@ -471,9 +472,15 @@ impl IoBuffers {
         self.pool.clear();
         for inputs in pool {
             self.pool.push([
-                stream.clone_htod(&inputs.q).map_err(driver("uploading Q"))?,
-                stream.clone_htod(&inputs.k).map_err(driver("uploading K"))?,
-                stream.clone_htod(&inputs.v).map_err(driver("uploading V"))?,
+                stream
+                    .clone_htod(&inputs.q)
+                    .map_err(driver("uploading Q"))?,
+                stream
+                    .clone_htod(&inputs.k)
+                    .map_err(driver("uploading K"))?,
+                stream
+                    .clone_htod(&inputs.v)
+                    .map_err(driver("uploading V"))?,
             ]);
         }
         Ok(())
@@ -530,7 +537,9 @@ impl IoBuffers {
     }
 
     fn outputs(&self, stream: &Arc<CudaStream>) -> Result<Vec<Output>, GateError> {
-        (0..self.sets.len()).map(|i| self.output(stream, i)).collect()
+        (0..self.sets.len())
+            .map(|i| self.output(stream, i))
+            .collect()
     }
 }
 
@@ -873,10 +882,9 @@ impl AttentionKernel for LoadedKernel {
 
     fn time_repeat(&mut self, repeat: usize, method: TimingMethod) -> Result<f64, GateError> {
         let sets = {
-            let (io, _) = self
-                .buffers
-                .as_mut()
-                .ok_or_else(|| GateError::Abi(format!("{}: timed before prepare_timing", self.name)))?;
+            let (io, _) = self.buffers.as_mut().ok_or_else(|| {
+                GateError::Abi(format!("{}: timed before prepare_timing", self.name))
+            })?;
             io.refresh(&self.stream, repeat)?;
             io.sets.len()
         };
@@ -885,7 +893,9 @@ impl AttentionKernel for LoadedKernel {
             TimingMethod::Events => {
                 let ctx = self.ctx.clone();
                 let stream = self.stream.clone();
-                timed(&ctx, &stream, || (0..sets).try_for_each(|set| self.launch(set)))
+                timed(&ctx, &stream, || {
+                    (0..sets).try_for_each(|set| self.launch(set))
+                })
             }
             TimingMethod::Graph => {
                 if self.graph.is_none() {
@@ -907,9 +917,10 @@ impl AttentionKernel for LoadedKernel {
     }
 
     fn timed_outputs(&mut self) -> Result<Vec<Output>, GateError> {
-        self.stream
-            .synchronize()
-            .map_err(driver(format!("finishing the timed calls of {}", self.name)))?;
+        self.stream.synchronize().map_err(driver(format!(
+            "finishing the timed calls of {}",
+            self.name
+        )))?;
         let (io, _) = self
             .buffers
             .as_ref()
@@ -950,7 +961,9 @@ impl HybridKernel {
     fn ensure(&mut self, p: Problem, sets: usize, pool: &[&Inputs]) -> Result<(), GateError> {
         self.graph = None;
         match &mut self.buffers {
-            Some(b) if b.problem == p && b.sets.len() == sets => b.upload_pool(&self.stream, pool)?,
+            Some(b) if b.problem == p && b.sets.len() == sets => {
+                b.upload_pool(&self.stream, pool)?
+            }
             _ => {
                 self.buffers = None;
                 self.buffers = Some(IoBuffers::new(&self.stream, p, sets, pool)?);
@@ -1143,7 +1156,9 @@ impl AttentionKernel for HybridKernel {
             TimingMethod::Events => {
                 let ctx = self.ctx.clone();
                 let stream = self.stream.clone();
-                timed(&ctx, &stream, || (0..sets).try_for_each(|set| self.launch(set)))
+                timed(&ctx, &stream, || {
+                    (0..sets).try_for_each(|set| self.launch(set))
+                })
             }
             TimingMethod::Graph => {
                 if self.graph.is_none() {

@@ -240,7 +240,9 @@ impl AttentionKernel for FakeKernel {
             .map(|&(entry, state)| {
                 let inputs = &self.pool[entry];
                 with_guard(match state {
-                    SetState::Poison => vec![poison_bits(inputs.problem.dtype); inputs.problem.q_elems()],
+                    SetState::Poison => {
+                        vec![poison_bits(inputs.problem.dtype); inputs.problem.q_elems()]
+                    }
                     SetState::Computed(e) => attention(&self.pool[e], behaviour),
                 })
             })
@@ -428,13 +430,17 @@ mod tests {
 
         let mut k = FakeKernel::new(Behaviour::Correct);
         k.graph_fails = true;
-        let t = time_problem(&mut k, &pool, &FastOptions::default()).unwrap().timing;
+        let t = time_problem(&mut k, &pool, &FastOptions::default())
+            .unwrap()
+            .timing;
         assert_eq!(t.method, "events");
         assert!((t.median_us - 24.0).abs() < 1e-9);
 
         let mut k = FakeKernel::new(Behaviour::Correct);
         k.call_us = 5000.0;
-        let t = time_problem(&mut k, &pool, &FastOptions::default()).unwrap().timing;
+        let t = time_problem(&mut k, &pool, &FastOptions::default())
+            .unwrap()
+            .timing;
         assert_eq!(t.method, "events");
         assert!(!k.timed_with.contains(&TimingMethod::Graph));
         let tight = FastOptions {
@@ -458,7 +464,9 @@ mod tests {
             assert!(green(cheat).passed(), "{cheat:?} computes during GREEN");
             let mut k = FakeKernel::new(cheat);
             let f = time_problem(&mut k, &pool, &FastOptions::default()).unwrap();
-            let why = f.failure().unwrap_or_else(|| panic!("{cheat:?} passed FAST"));
+            let why = f
+                .failure()
+                .unwrap_or_else(|| panic!("{cheat:?} passed FAST"));
             assert!(why.starts_with("FAST verification"), "{why}");
             assert!(why.contains("never written"), "{cheat:?}: {why}");
         }
@@ -472,7 +480,11 @@ mod tests {
             let mut distinct = now.clone();
             distinct.sort();
             distinct.dedup();
-            assert_eq!(distinct.len(), n - 1, "sets of one repeat hold distinct inputs");
+            assert_eq!(
+                distinct.len(),
+                n - 1,
+                "sets of one repeat hold distinct inputs"
+            );
             for (s, &i) in now.iter().enumerate() {
                 assert_ne!(i, pool_index(s, repeat + 1, n));
             }

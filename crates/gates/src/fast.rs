@@ -201,7 +201,11 @@ pub fn time_problem(
 
 /// Checks each set's output of the last repeat against the reference of the inputs
 /// it held (pool entry [`pool_index`]`(set, last, pool.len())`), in parallel.
-pub fn verify(outputs: &[Output], pool: &[Arc<(Inputs, Reference)>], last: usize) -> Vec<LaunchCheck> {
+pub fn verify(
+    outputs: &[Output],
+    pool: &[Arc<(Inputs, Reference)>],
+    last: usize,
+) -> Vec<LaunchCheck> {
     outputs
         .par_iter()
         .enumerate()

@@ -123,7 +123,13 @@ fn hand_written_kernels_get_their_expected_verdicts() {
             text: std::fs::read_to_string(p).unwrap(),
         })
         .collect();
-    let reports = green_over_default(&device, &tc, target, &sources, &full_cases(GreenSuite::Default.cases(), GREEN_SEED));
+    let reports = green_over_default(
+        &device,
+        &tc,
+        target,
+        &sources,
+        &full_cases(GreenSuite::Default.cases(), GREEN_SEED),
+    );
     let seed_variants = variants_for(&[Problem::seed()]);
     let mut fast_of = |source: &KernelSource| -> Fast {
         let built = compile_all(&tc, std::slice::from_ref(source), &seed_variants, target);
@@ -149,7 +155,11 @@ fn hand_written_kernels_get_their_expected_verdicts() {
             want += &format!(", FAST {fast_expected}");
             if report.passed() {
                 let fast = fast_of(source);
-                let fast_verdict = if fast.failure().is_none() { "pass" } else { "fail" };
+                let fast_verdict = if fast.failure().is_none() {
+                    "pass"
+                } else {
+                    "fail"
+                };
                 got += &format!(", FAST {fast_verdict}");
                 failures = fast.failure().unwrap_or_default();
                 let ratio = fast.timing.median_us / naive_us;
@@ -206,11 +216,17 @@ fn named_genomes_pass_green() {
             }
         })
         .collect();
-    let failed: Vec<String> = green_over_default(&device, &tc, target, &sources, &full_cases(GreenSuite::Default.cases(), GREEN_SEED))
-        .iter()
-        .filter(|r| !r.passed())
-        .map(|r| format!("{}:\n{}", r.kernel, r.failures()))
-        .collect();
+    let failed: Vec<String> = green_over_default(
+        &device,
+        &tc,
+        target,
+        &sources,
+        &full_cases(GreenSuite::Default.cases(), GREEN_SEED),
+    )
+    .iter()
+    .filter(|r| !r.passed())
+    .map(|r| format!("{}:\n{}", r.kernel, r.failures()))
+    .collect();
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
@@ -300,7 +316,14 @@ fn champion_green_report_snapshot() {
         name: file.name,
         genome: file.genes,
     };
-    let report = green_over_default(&device, &tc, target, &[source], &GreenSuite::Default.cases()).remove(0);
+    let report = green_over_default(
+        &device,
+        &tc,
+        target,
+        &[source],
+        &GreenSuite::Default.cases(),
+    )
+    .remove(0);
     let mut text = format!("{} (seed {})\n", report.kernel, report.seed);
     for case in &report.cases {
         for (n, l) in case.launches.iter().enumerate() {

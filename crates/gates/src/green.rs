@@ -178,7 +178,13 @@ impl GreenCache {
         problem: &Problem,
     ) -> Result<Vec<Arc<(Inputs, Reference)>>, GateError> {
         let keys: Vec<(u64, Problem, u32)> = (0..pool_len(problem))
-            .map(|j| (launch_seed(seed, 1000 + n as u64, j), *problem, 1.0f32.to_bits()))
+            .map(|j| {
+                (
+                    launch_seed(seed, 1000 + n as u64, j),
+                    *problem,
+                    1.0f32.to_bits(),
+                )
+            })
             .collect();
         let missing: Vec<_> = keys
             .iter()

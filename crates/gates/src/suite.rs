@@ -202,7 +202,10 @@ pub fn drawn_cases(seed: u64, n: usize) -> Vec<Case> {
                 let (lq, lk) = match i {
                     0 => (len(&mut rng, 1, 1024), len(&mut rng, 8192, MAX_DRAWN_LEN)),
                     1 => (len(&mut rng, 4096, MAX_DRAWN_LEN), len(&mut rng, 1, 2048)),
-                    _ => (len(&mut rng, 1, MAX_DRAWN_LEN), len(&mut rng, 1, MAX_DRAWN_LEN)),
+                    _ => (
+                        len(&mut rng, 1, MAX_DRAWN_LEN),
+                        len(&mut rng, 1, MAX_DRAWN_LEN),
+                    ),
                 };
                 if lq as u64 * lk as u64 <= MAX_DRAWN_SCORES {
                     break (lq, lk);
@@ -381,7 +384,10 @@ mod tests {
                 p.validate().unwrap();
                 assert!(c.drawn && c.label().ends_with(" drawn"));
                 assert!(p.batch <= 2 && p.heads <= 3);
-                assert!((1..=MAX_DRAWN_LEN).contains(&p.q_len) && (1..=MAX_DRAWN_LEN).contains(&p.kv_len));
+                assert!(
+                    (1..=MAX_DRAWN_LEN).contains(&p.q_len)
+                        && (1..=MAX_DRAWN_LEN).contains(&p.kv_len)
+                );
                 assert!(!avoid.contains(&p.q_len) && !avoid.contains(&p.kv_len));
                 assert!(p.q_len as u64 * p.kv_len as u64 <= MAX_DRAWN_SCORES);
                 all_lens.insert(p.q_len);
@@ -409,7 +415,10 @@ mod tests {
         .unwrap();
         let cases = load_suite(&good).unwrap();
         assert_eq!(cases.len(), 1);
-        assert_eq!((cases[0].problem.q_len, cases[0].problem.kv_len), (4000, 37));
+        assert_eq!(
+            (cases[0].problem.q_len, cases[0].problem.kv_len),
+            (4000, 37)
+        );
         assert_eq!(cases[0].q_gain, 1.0);
 
         let bad = dir.join("bad.toml");
@@ -420,7 +429,10 @@ mod tests {
         )
         .unwrap();
         let e = load_suite(&bad).unwrap_err().to_string();
-        assert!(e.contains("bad.toml") && e.contains("line 6") && e.contains("96"), "{e}");
+        assert!(
+            e.contains("bad.toml") && e.contains("line 6") && e.contains("96"),
+            "{e}"
+        );
 
         let zero = dir.join("zero.toml");
         std::fs::write(

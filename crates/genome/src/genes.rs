@@ -258,7 +258,11 @@ pub struct Genome {
     pub consumer_wgs: ConsumerWgs,
     #[serde(default, skip_serializing_if = "is_default")]
     pub hopper_load: HopperLoad,
-    #[serde(default, skip_serializing_if = "is_default", with = "producer_regs_serde")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_default",
+        with = "producer_regs_serde"
+    )]
     pub producer_regs: ProducerRegs,
     /// Hopper: consumer warpgroups take turns issuing their GEMMs (named barriers), so
     /// one's softmax runs under another's GEMMs.
@@ -791,7 +795,6 @@ impl Genome {
         }
         g
     }
-
 
     /// The genes on which two genomes differ, in canonical order.
     pub fn diff(&self, other: &Genome) -> Vec<Gene> {

@@ -360,7 +360,10 @@ fn valid_space_counts_are_consistent_with_sampling() {
             .count();
         let estimated = hits as f64 / draws as f64;
         let exact = n as f64 / total as f64;
-        assert!((estimated - exact).abs() < 0.02, "{family}: {estimated} vs {exact}");
+        assert!(
+            (estimated - exact).abs() < 0.02,
+            "{family}: {estimated} vs {exact}"
+        );
     }
     let n = space::count_valid(HeadDim::D64, Target::Sm90);
     // More shared memory, more genomes; no Hopper kernel on sm_89.
@@ -477,22 +480,23 @@ fn hopper_genomes_round_trip_through_toml_and_ampere_files_keep_16_genes() {
         ..file
     }
     .to_toml_string();
-    assert!(!ampere.contains("family") && !ampere.contains("hopper_load"), "{ampere}");
+    assert!(
+        !ampere.contains("family") && !ampere.contains("hopper_load"),
+        "{ampere}"
+    );
 }
 
 #[test]
 fn sampling_one_family_gives_valid_canonical_genomes() {
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     for _ in 0..200 {
-        let g = space::sample_valid_in(&mut rng, Family::Hopper, HeadDim::D128, Target::Sm90)
-            .unwrap();
+        let g =
+            space::sample_valid_in(&mut rng, Family::Hopper, HeadDim::D128, Target::Sm90).unwrap();
         assert_eq!(g.family, Family::Hopper);
         assert_eq!(g, g.canonical());
         assert!(g.is_valid(HeadDim::D128, Target::Sm90));
     }
-    assert!(
-        space::sample_valid_in(&mut rng, Family::Hopper, HeadDim::D64, Target::Sm89).is_none()
-    );
+    assert!(space::sample_valid_in(&mut rng, Family::Hopper, HeadDim::D64, Target::Sm89).is_none());
 }
 
 #[test]
