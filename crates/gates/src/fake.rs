@@ -84,7 +84,7 @@ impl FakeKernel {
         let skip = match self.behaviour {
             Behaviour::PeeksAtOutput => state != SetState::Poison,
             Behaviour::MemoByPointer => self.seen[set] && self.last_set != Some(set),
-            Behaviour::EveryKth(k) => n >= 64 && n % k as u64 != 0,
+            Behaviour::EveryKth(k) => n >= 64 && !n.is_multiple_of(k as u64),
             _ => false,
         };
         self.seen[set] = true;

@@ -131,7 +131,7 @@ fn hand_written_kernels_get_their_expected_verdicts() {
         &full_cases(GreenSuite::Default.cases(), GREEN_SEED),
     );
     let seed_variants = variants_for(&[Problem::seed()]);
-    let mut fast_of = |source: &KernelSource| -> Fast {
+    let fast_of = |source: &KernelSource| -> Fast {
         let built = compile_all(&tc, std::slice::from_ref(source), &seed_variants, target);
         let mut family =
             load_family(&device, source.name(), &built[0]).unwrap_or_else(|e| panic!("{e}"));
