@@ -1217,6 +1217,7 @@ mod tests {
         assert!(runner.stream, "chosen GPUs stream");
         let plan = GpuPlan {
             green_cases: Vec::new(),
+            full_gate: Vec::new(),
             objective: vec![Problem::seed()],
             seed: 0,
             timeout: Duration::from_secs(20),
