@@ -81,6 +81,15 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
     if sources.is_empty() && args.sample == 0 {
         bail!("nothing to gate: name genome files, --source FILE.cu, or --sample N");
     }
+    // The suite is read before the GPU is opened: a typo is an error on any machine.
+    let fixed = match GreenSuite::parse(&args.suite) {
+        Some(suite) => suite.cases(),
+        None if args.suite.ends_with(".toml") => load_suite(std::path::Path::new(&args.suite))?,
+        None => bail!(
+            "--suite {}: not a suite; use `default`, `quick` or a TOML file of [[case]] shapes",
+            args.suite
+        ),
+    };
     let device = Device::open(0)?;
     let target = device.target().with_context(|| {
         format!(
@@ -101,14 +110,6 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         );
     }
     sources.extend(sampled);
-    let fixed = match GreenSuite::parse(&args.suite) {
-        Some(suite) => suite.cases(),
-        None if args.suite.ends_with(".toml") => load_suite(std::path::Path::new(&args.suite))?,
-        None => bail!(
-            "--suite {}: not a suite; use `default`, `quick` or a TOML file of [[case]] shapes",
-            args.suite
-        ),
-    };
     let mut cases = fixed;
     if args.drawn > 0 {
         cases.extend(drawn_cases(args.seed, args.drawn));
