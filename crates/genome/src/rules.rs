@@ -81,7 +81,8 @@ impl Rule {
             }
             Rule::RegisterFile => {
                 "register-resident accumulators (O, and S/P on the register path) must fit the \
-                 255 registers one thread can address"
+                 255 registers one thread can address; for the Hopper family, the registers a \
+                 consumer warpgroup's thread is given"
             }
             Rule::SharedMemory => "the CTA's shared memory must fit the device's per-block limit",
             Rule::HopperNeedsSm90 => {
@@ -195,8 +196,9 @@ pub const HOPPER_BARRIERS: u32 = 256;
 pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
     let d = head_dim.get();
     if g.family == Family::Hopper {
-        // One m64nN wgmma accumulator is N/2 floats per thread: O (N = D) and S (N = BN).
-        return d / 2 + g.block_n.get() / 2;
+        // One m64nN wgmma accumulator is N/2 floats per thread: O (N = D) and S (N = BN);
+        // P, S converted to 16 bits, is BN/4 registers, live next to them.
+        return d / 2 + g.block_n.get() / 2 + g.block_n.get() / 4;
     }
     let bm = g.block_m.get();
     let bn = g.block_n.get();
@@ -215,6 +217,18 @@ pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
         Residence::Regs => slices * (bn / 8) * 4,
     };
     o + s
+}
+
+/// Registers one consumer thread of a Hopper genome may hold: with `producer_regs` set,
+/// what setmaxnreg gives the consumers (the producer's share of the 512 registers per
+/// 128-thread slice subtracted, split over the consumer warpgroups, rounded down to 8,
+/// at most 240); without it, the launch bound's share of the register file.
+pub fn hopper_consumer_registers(g: &Genome) -> u32 {
+    let wgs = g.consumer_wgs.get();
+    match g.producer_regs.get() {
+        0 => (65536 / (128 * (wgs + 1)) / 8 * 8).min(255),
+        p => ((512 - p) / wgs / 8 * 8).min(240),
+    }
 }
 
 /// Checks every rule; returns all violations (empty when valid).
@@ -294,7 +308,30 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
 /// The device budgets, common to both families: registers and shared memory.
 fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Violation>) {
     let regs = register_accumulators(g, head_dim);
-    if regs > target.regs_per_thread() {
+    if g.family == Family::Hopper {
+        // wgmma's accumulators stay in registers while the instruction runs: ptxas cannot
+        // spill them, and fails to compile a consumer whose O, S and P exceed its share.
+        let budget = hopper_consumer_registers(g);
+        if regs > budget {
+            out.push(Violation {
+                rule: Rule::RegisterFile,
+                detail: format!(
+                    "{regs} accumulator registers per consumer thread (O {} + S {} + P {} at \
+                     D = {head_dim}, block_n = {}) exceed the {budget} a consumer of {} \
+                     warpgroups has with producer_regs = {}",
+                    head_dim.get() / 2,
+                    g.block_n.get() / 2,
+                    g.block_n.get() / 4,
+                    g.block_n,
+                    g.consumer_wgs,
+                    g.allele_label(crate::genes::Gene::ProducerRegs)
+                ),
+                fix: "set producer_regs (setmaxnreg gives the consumers the producer's \
+                      registers), or lower block_n or consumer_wgs"
+                    .into(),
+            });
+        }
+    } else if regs > target.regs_per_thread() {
         out.push(Violation {
             rule: Rule::RegisterFile,
             detail: format!(

@@ -15,10 +15,11 @@ use crate::target::Target;
 use rand::Rng;
 
 /// Genes that appear in at least one validity rule.
-pub const STRUCTURAL: [Gene; 12] = [
+pub const STRUCTURAL: [Gene; 13] = [
     Gene::Family,
     Gene::ConsumerWgs,
     Gene::Pingpong,
+    Gene::ProducerRegs,
     Gene::QkMath,
     Gene::PvMath,
     Gene::PPath,

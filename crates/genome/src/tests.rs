@@ -391,6 +391,33 @@ fn fa3() -> Genome {
 }
 
 #[test]
+fn hopper_register_file_rule_is_the_consumers_share() {
+    // Three consumer warpgroups without setmaxnreg: 512 threads, 128 registers each; O 64 +
+    // S 64 + P 32 at D128, block_n 128 cannot fit (ptxas fails to compile it).
+    let g = Genome {
+        consumer_wgs: ConsumerWgs::C3,
+        producer_regs: ProducerRegs::None,
+        ..fa3()
+    };
+    assert_eq!(rules::hopper_consumer_registers(&g), 128);
+    assert_eq!(
+        failed_rules(&g, HeadDim::D128, Target::Sm90),
+        vec![Rule::RegisterFile]
+    );
+    let v = &g.violations(HeadDim::D128, Target::Sm90)[0];
+    assert!(v.fix.contains("producer_regs"), "{}", v.fix);
+    // With setmaxnreg the consumers get 160 and it fits; at D64 it fits without.
+    let regs = Genome {
+        producer_regs: ProducerRegs::R24,
+        ..g
+    };
+    assert_eq!(rules::hopper_consumer_registers(&regs), 160);
+    assert!(regs.is_valid(HeadDim::D128, Target::Sm90));
+    assert!(g.is_valid(HeadDim::D64, Target::Sm90));
+    assert_eq!(rules::hopper_consumer_registers(&fa3()), 240);
+}
+
+#[test]
 fn rule_pingpong_needs_two_warpgroups() {
     let one = Genome {
         consumer_wgs: ConsumerWgs::C1,
