@@ -57,12 +57,21 @@ constexpr int kSplit = EVO_SPLIT_KV;
 constexpr int kCpAsync = 1, kTma = 2;  // EVO_KV_LOAD (0: plain loads)
 constexpr int kLoad = EVO_KV_LOAD;
 
-// Producer / consumer registers under setmaxnreg (0: no reallocation). The consumers
-// get what the producer gives up, rounded down to 8 and capped at 240: 2 consumer
-// warpgroups with a 24-register producer -> 240, 3 -> 160 (FlashAttention-3's split).
+// Producer / consumer registers under setmaxnreg (0: no reallocation). At launch every
+// thread holds kLaunchRegs (the launch bounds' share of the 64K register file, rounded
+// down to 8; ptxas gives a setmaxnreg kernel exactly that). setmaxnreg moves registers
+// only inside the CTA's allocation, and setmaxnreg.inc waits until the registers it asks
+// for are free: the consumers may take only what the producer gives up, or they wait
+// forever. So they get (allocation - producer) / warpgroups, rounded down to 8, capped at
+// 240: 2 consumer warpgroups with a 24-register producer -> (504 - 24) / 2 = 240, with a
+// 32-register producer -> 232 (not 240: that asks for 16 x 128 registers nobody freed),
+// 3 -> 160 (FlashAttention-3's split).
 constexpr int kProducerRegs = EVO_PRODUCER_REGS;
-constexpr int kConsumerRegs0 = ((65536 / 128 - kProducerRegs) / kWgs) / 8 * 8;
+constexpr int kLaunchRegs = 65536 / (128 * (kWgs + 1)) / 8 * 8 > 256 ? 256 : 65536 / (128 * (kWgs + 1)) / 8 * 8;
+constexpr int kConsumerRegs0 = ((kLaunchRegs * (kWgs + 1) - kProducerRegs) / kWgs) / 8 * 8;
 constexpr int kConsumerRegs = kConsumerRegs0 > 240 ? 240 : kConsumerRegs0;
+static_assert(kProducerRegs == 0 || kProducerRegs + kWgs * kConsumerRegs <= kLaunchRegs * (kWgs + 1),
+              "setmaxnreg: the consumers would wait for registers the producer never frees");
 
 static_assert(kD == 64 || kD == 128, "EVO_HEAD_DIM must be 64 or 128");
 static_assert(kBN == 16 || kBN == 32 || kBN == 64 || kBN == 128, "EVO_BLOCK_N must be 16, 32, 64 or 128");

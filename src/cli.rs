@@ -25,6 +25,10 @@ pub enum Command {
     Gate(commands::gate::GateArgs),
     /// Time genomes against the cuBLAS hybrid and PyTorch SDPA on a suite of shapes.
     Bench(commands::bench::BenchArgs),
+    /// Per-shape champions as data: write genomes/champions/<device>/ from searches.
+    Champions(commands::champions::ChampionsArgs),
+    /// Which champion a shape gets from the dispatch table, and why.
+    Dispatch(commands::champions::DispatchArgs),
     /// Evolve kernels: on the GPU if there is one, else on a recorded landscape.
     Evolve(commands::evolve::EvolveArgs),
     /// Print an experiment's lineage: the path from the root to the champion.

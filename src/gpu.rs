@@ -268,6 +268,75 @@ pub struct Runner {
     evaluated: u64,
     /// The best score this runner has confirmed; a candidate that beats it is re-timed.
     best_us: Option<f64>,
+    /// Compiles the variants only the full gate needs, for a candidate about to be
+    /// crowned (the screen compiles only its own and the objective's).
+    late: Option<LateCompiler>,
+}
+
+/// Compiles the full gate's remaining variants of one candidate, when it is about to
+/// be crowned: most candidates never get there, so compiling them for every candidate
+/// would double the compile work of a search for nothing.
+#[derive(Clone)]
+pub struct LateCompiler {
+    toolchain: Toolchain,
+    target: Target,
+    cubin_dir: PathBuf,
+}
+
+impl LateCompiler {
+    /// Adds to `request.variants` every variant its full gate needs and lacks; the
+    /// files written, or the compile log of the first variant that failed.
+    fn complete(&self, request: &mut WorkerRequest) -> Result<Vec<VariantFile>, String> {
+        let have: Vec<(HeadDim, Dtype)> = request
+            .variants
+            .iter()
+            .map(|v| (v.head_dim, v.dtype))
+            .collect();
+        let problems: Vec<Problem> = request.full_gate.iter().map(|c| c.problem).collect();
+        let missing: Vec<(HeadDim, Dtype)> = variants_for(&problems)
+            .into_iter()
+            .filter(|v| !have.contains(v))
+            .collect();
+        if missing.is_empty() {
+            return Ok(Vec::new());
+        }
+        let source = KernelSource::Genome {
+            name: request.genome.id().to_string(),
+            genome: request.genome,
+        };
+        let built = compile_all(&self.toolchain, &[source], &missing, self.target);
+        let mut files = Vec::new();
+        for v in built.into_iter().flatten() {
+            match v.result {
+                Ok(compiled) => {
+                    let path = self.cubin_dir.join(format!(
+                        "{}-d{}-{}-full.cubin",
+                        request.genome.id(),
+                        v.head_dim,
+                        v.dtype
+                    ));
+                    if let Err(e) = std::fs::write(&path, &compiled.cubin) {
+                        remove_files(&files);
+                        return Err(format!("{}: cannot write the CUBIN: {e}", path.display()));
+                    }
+                    files.push(VariantFile {
+                        head_dim: v.head_dim,
+                        dtype: v.dtype,
+                        cubin: path,
+                    });
+                }
+                Err(log) => {
+                    remove_files(&files);
+                    return Err(format!(
+                        "the full gate's D{} {} variant did not compile: {log}",
+                        v.head_dim, v.dtype
+                    ));
+                }
+            }
+        }
+        request.variants.extend(files.iter().cloned());
+        Ok(files)
+    }
 }
 
 impl GpuEvaluator {
@@ -287,6 +356,15 @@ impl GpuEvaluator {
         let toolchain = Toolchain::discover()?;
         std::fs::create_dir_all(&plan.cubin_dir)
             .with_context(|| format!("{}: cannot create", plan.cubin_dir.display()))?;
+        let mut runner = runner;
+        let late = LateCompiler {
+            toolchain: toolchain.clone(),
+            target,
+            cubin_dir: plan.cubin_dir.clone(),
+        };
+        for r in &mut runner.runners {
+            r.late = Some(late.clone());
+        }
         Ok(GpuEvaluator {
             runner,
             compiler: BatchCompiler {
@@ -314,12 +392,30 @@ impl Runner {
     /// warm-up, on new inputs; the confirmed figure is the one recorded.
     fn confirm(&mut self, mut request: WorkerRequest, first_us: f64) -> Evaluation {
         request.confirm = true;
+        let late_files = match self.late.as_ref().map(|l| l.complete(&mut request)) {
+            None => Vec::new(),
+            Some(Ok(files)) => files,
+            Some(Err(log)) => {
+                return Evaluation {
+                    resources: request.resources,
+                    ..Evaluation::failed(
+                        request.genome,
+                        &self.device,
+                        Status::CompileFailed,
+                        format!(
+                            "passed the screen ({first_us:.2} µs) but cannot take the full gate: {log}"
+                        ),
+                    )
+                };
+            }
+        };
         if !request.full_gate.is_empty() {
             request.green_cases = std::mem::take(&mut request.full_gate);
         }
         request.seed = self.seed.wrapping_add(self.evaluated % SEED_POOL);
         self.evaluated += 1;
         let mut again = self.ask(&request);
+        remove_files(&late_files);
         match again.score_us {
             Some(us) if again.is_ok() => {
                 if self.beats_best(us) {
@@ -382,7 +478,14 @@ impl Runner {
                 "the worker died before taking the candidate".into(),
             );
         }
-        match worker.lines.recv_timeout(self.timeout) {
+        let start = std::time::Instant::now();
+        let answer = worker.lines.recv_timeout(self.timeout);
+        tracing::debug!(
+            candidate = request.name,
+            ms = start.elapsed().as_secs_f64() * 1e3,
+            "worker answered"
+        );
+        match answer {
             Ok(answer) => match serde_json::from_str::<Evaluation>(&answer) {
                 Ok(eval) => {
                     // A runtime failure may leave the context unusable: the worker
@@ -457,9 +560,6 @@ impl Runner {
 /// One [`Runner`] per GPU; a batch's candidates go to whichever is free.
 pub struct RunnerPool {
     runners: Vec<Runner>,
-    /// GPUs were chosen (`--gpus`): the search streams each candidate to the workers
-    /// as soon as it is compiled, instead of compiling the whole batch first.
-    stream: bool,
 }
 
 impl RunnerPool {
@@ -498,6 +598,7 @@ impl RunnerPool {
                 worker: Some(worker),
                 evaluated: 0,
                 best_us: None,
+                late: None,
             });
         }
         let (_, device, target) = models[0].clone();
@@ -511,14 +612,7 @@ impl RunnerPool {
                 "one search runs on one GPU model, or its timings would not compare ({list}); pick GPUs of one model with --gpus"
             );
         }
-        Ok((
-            RunnerPool {
-                runners,
-                stream: gpus.is_some(),
-            },
-            device,
-            target,
-        ))
+        Ok((RunnerPool { runners }, device, target))
     }
 
     /// The GPUs, in the order given.
@@ -603,16 +697,19 @@ impl BatchCompiler {
                 genome: *g,
             })
             .collect();
-        let mut problems: Vec<Problem> = self
-            .plan
-            .green_cases
-            .iter()
-            .chain(&self.plan.full_gate)
-            .map(|c| c.problem)
-            .collect();
+        // The screen's and the objective's variants; the full gate's others are compiled
+        // only for a candidate about to be crowned (`LateCompiler`).
+        let mut problems: Vec<Problem> = self.plan.green_cases.iter().map(|c| c.problem).collect();
         problems.extend(&self.plan.objective);
         let variants = variants_for(&problems);
+        let start = std::time::Instant::now();
         let mut built = compile_all(&self.toolchain, &sources, &variants, self.target);
+        tracing::debug!(
+            kernels = sources.len(),
+            variants = variants.len(),
+            ms = start.elapsed().as_secs_f64() * 1e3,
+            "compiled a batch"
+        );
         if let Some(plant) = &self.plan.plant {
             self.plant(plant, &mut built, &variants);
         }
@@ -723,7 +820,19 @@ impl BatchCompiler {
                 .collect()
         };
         let green_cases = runnable(&self.plan.green_cases);
-        let full_gate = runnable(&self.plan.full_gate);
+        // The full gate's cases at every head dim the genome can be built for (their
+        // variants are compiled when it is about to be crowned).
+        let full_gate: Vec<Case> = self
+            .plan
+            .full_gate
+            .iter()
+            .filter(|c| {
+                source
+                    .unsupported(c.problem.head_dim, self.target)
+                    .is_none()
+            })
+            .cloned()
+            .collect();
         Prepared::Run(WorkerRequest {
             name: if planted {
                 format!("{} (planted kernel of the fault drill)", source.name())
@@ -776,11 +885,8 @@ impl Evaluator for GpuEvaluator {
         batch: &[Genome],
         done: &mut dyn FnMut(&Evaluation),
     ) -> Result<Vec<Evaluation>, EvaluatorError> {
-        if !self.runner.stream {
-            let prepared = self.compiler.compile_batch(batch);
-            return Ok(self.runner.run_prepared(prepared, done));
-        }
-        // Every GPU starts on the first candidates compiled while the rest compile.
+        // Every GPU starts on the first candidates compiled while the rest compile, so
+        // NVRTC and the GPU work at the same time.
         let compiler = &self.compiler;
         let runner = &mut self.runner;
         let (tx, rx) = mpsc::channel();
@@ -978,6 +1084,7 @@ mod tests {
             worker: Some(worker),
             evaluated: 0,
             best_us: None,
+            late: None,
         }
     }
 
@@ -1214,7 +1321,7 @@ mod tests {
         let command = stand_in(dir.path(), &script);
         let (runner, device, target) =
             RunnerPool::start(&command, Some(&[0, 1]), 0, Duration::from_secs(20)).unwrap();
-        assert!(runner.stream, "chosen GPUs stream");
+        assert_eq!(runner.gpus(), vec![0, 1]);
         let plan = GpuPlan {
             green_cases: Vec::new(),
             full_gate: Vec::new(),

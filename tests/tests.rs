@@ -18,3 +18,5 @@ mod cli_gpu_backend;
 mod cli_profile;
 // The island model: islands as processes, kill and resume, `evo merge`.
 mod islands;
+// The per-shape champions: snapshots, the table against its records, `evo dispatch`.
+mod champions;

@@ -41,6 +41,14 @@ pub struct BenchArgs {
     /// Write one JSON object per kernel × shape here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Time the per-shape champions of a champions folder instead (its dispatch.toml):
+    /// each champion on its own shape, the baselines on every shape.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["genomes", "sources"])]
+    pub champions: Option<PathBuf>,
+    /// With --champions: write this run's figures (µs, cuDNN µs, speed-up, the --json
+    /// file) into dispatch.toml and the champions' headers.
+    #[arg(long, requires = "champions")]
+    pub record: bool,
 }
 
 /// GREEN (quick suite), then FAST on each problem the kernel supports (`runs[i]`), with
@@ -115,10 +123,49 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     } else {
         Dtype::F16
     };
-    let problems = TimingSuite::parse(&args.suite)
-        .expect("clap checked")
-        .problems(dtype);
-    let sources = super::gate::load_sources(&args.genomes, &args.sources)?;
+    // With --champions: the classes' shapes in this dtype, each champion on its own.
+    let table = match &args.champions {
+        Some(dir) => {
+            let path = dir.join(evo_genome::dispatch::DISPATCH_FILE);
+            Some((
+                path.clone(),
+                evo_genome::dispatch::DispatchTable::load(&path)?,
+            ))
+        }
+        None => None,
+    };
+    let (problems, sources, own) = match (&table, &args.champions) {
+        (Some((_, t)), Some(dir)) => {
+            let mut problems = Vec::new();
+            let mut sources = Vec::new();
+            let mut own = Vec::new();
+            for (i, c) in t.classes.iter().enumerate() {
+                let p = Problem {
+                    dtype,
+                    ..c.problem().map_err(|e| anyhow::anyhow!("{e}"))?
+                };
+                problems.push(p);
+                let file = evo_genome::GenomeFile::load(&dir.join(&c.champion))?;
+                sources.push(evo_gates::compile::KernelSource::Genome {
+                    name: format!("champion {}", c.name),
+                    genome: file.genes,
+                });
+                own.push(Some(i));
+            }
+            (problems, sources, own)
+        }
+        _ => {
+            let sources = super::gate::load_sources(&args.genomes, &args.sources)?;
+            let own = vec![None; sources.len()];
+            (
+                TimingSuite::parse(&args.suite)
+                    .expect("clap checked")
+                    .problems(dtype),
+                sources,
+                own,
+            )
+        }
+    };
     let device = Device::open(0)?;
     let target = device
         .target()
@@ -142,7 +189,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut cache = GreenCache::default();
     cache.prepare(args.seed, &GreenSuite::Quick.cases())?;
-    for (source, variants) in sources.iter().zip(&built) {
+    for ((source, variants), own) in sources.iter().zip(&built).zip(&own) {
         let id = source.genome().map(|g| g.id().to_string());
         if let Some(v) = variants.iter().find(|v| v.result.is_err()) {
             let why = v.result.as_ref().err().cloned().unwrap_or_default();
@@ -154,7 +201,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             );
         }
         let mut family = load_family(&device, source.name(), variants)?;
-        let runs: Vec<bool> = problems.iter().map(|p| family.supports(p)).collect();
+        let runs: Vec<bool> = problems
+            .iter()
+            .enumerate()
+            .map(|(i, p)| family.supports(p) && own.is_none_or(|o| o == i))
+            .collect();
         gate_and_time(
             &mut family,
             id.as_deref(),
@@ -226,6 +277,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             .with_context(|| format!("{}: cannot write", path.display()))?;
         eprintln!("wrote {} rows to {}", rows.len(), path.display());
     }
+    if let (true, Some((path, mut table)), Some(dir)) = (args.record, table, &args.champions) {
+        record(&mut table, &rows, &problems, &args)?;
+        std::fs::write(&path, table.to_toml_string(super::champions::TABLE_HEADER))
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        let genomes: Vec<(String, evo_genome::Genome)> = table
+            .classes
+            .iter()
+            .map(|c| {
+                evo_genome::GenomeFile::load(&dir.join(&c.champion))
+                    .map(|f| (c.name.clone(), f.genes))
+            })
+            .collect::<Result<_, _>>()?;
+        super::champions::write_champions(dir, &table, &genomes)?;
+        eprintln!(
+            "recorded this run's figures in {} and the champions' headers",
+            path.display()
+        );
+    }
     let failed: Vec<&str> = rows
         .iter()
         .filter(|r| r.verdict == "fail")
@@ -236,6 +305,41 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             "kernels failed GREEN and were not timed: {}",
             failed.join(", ")
         );
+    }
+    Ok(())
+}
+
+/// This run's figures into the dispatch table: each champion's median on its shape, the
+/// SDPA cuDNN median of the same run, the speed-up, and where the run is recorded.
+fn record(
+    table: &mut evo_genome::dispatch::DispatchTable,
+    rows: &[Row],
+    problems: &[Problem],
+    args: &BenchArgs,
+) -> anyhow::Result<()> {
+    let bench = args
+        .json
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "an unrecorded bench run (no --json)".to_string());
+    for (class, problem) in table.classes.iter_mut().zip(problems) {
+        let shape = problem.label();
+        let median = |kernel: &str| {
+            rows.iter()
+                .find(|r| r.kernel == kernel && r.shape == shape && r.verdict == "timed")
+                .and_then(|r| r.median_us)
+        };
+        let Some(us) = median(&format!("champion {}", class.name)) else {
+            bail!(
+                "champion {} was not timed on {shape} (see the log); nothing recorded",
+                class.name
+            );
+        };
+        let cudnn = median("sdpa-cudnn");
+        class.median_us = Some(us);
+        class.cudnn_us = cudnn;
+        class.speedup_vs_cudnn = cudnn.map(|c| c / us);
+        class.bench = Some(format!("{bench} ({}, {})", table.device, args.dtype));
     }
     Ok(())
 }

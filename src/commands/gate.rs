@@ -11,13 +11,14 @@ use evo_gates::compile::{
     compile_all, load_family, resources, sample_sources, variants_for, KernelSource,
 };
 use evo_gates::evaluate::time_and_recheck;
-use evo_gates::green::{run_green_cached, GreenCache, GreenOptions};
+use evo_gates::green::{run_green_cached, GreenCache, GreenOptions, GreenReport};
 use evo_gates::report::{green_table, Row};
 use evo_gates::suite::{drawn_cases, load_suite, DRAWN_CASES};
 use evo_gates::{Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
 use evo_genome::{Dtype, Family, GenomeFile, Problem};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, clap::Args)]
 pub struct GateArgs {
@@ -53,6 +54,97 @@ pub struct GateArgs {
     /// Write one JSON object per kernel × case here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Longest one GREEN case or one FAST timing may take, in seconds. A kernel that
+    /// hangs cannot be stopped inside this process: the gate then reports the kernel
+    /// and the case, writes the JSON of what it measured so far, and exits with status 3.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub step_timeout: u64,
+    /// Write each --sample genome to DIR/<name>.toml, so that one of them can be gated
+    /// (or compiled, profiled) alone afterwards.
+    #[arg(long, value_name = "DIR")]
+    pub save_samples: Option<PathBuf>,
+    /// Start at the K-th kernel of the list (counting from 1; genomes, then --source
+    /// files, then samples): resumes a sweep that a hung kernel stopped, with the same
+    /// arguments. The kernels before K are not compiled or run.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub from: usize,
+}
+
+/// What the gate is doing now, for the watchdog.
+struct Step {
+    /// "[k/n]" of the progress lines.
+    position: String,
+    kernel: String,
+    genome_id: Option<String>,
+    what: String,
+    problem: Problem,
+    since: Instant,
+}
+
+/// Ends the process, with a report and the JSON so far, when one step hangs.
+fn watchdog(
+    step: Arc<Mutex<Option<Step>>>,
+    rows: Arc<Mutex<Vec<Row>>>,
+    json: Option<PathBuf>,
+    device: String,
+    limit: Duration,
+) {
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let guard = step.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(s) = guard.as_ref() else { continue };
+        if s.since.elapsed() < limit {
+            continue;
+        }
+        let reason = format!(
+            "no result after {:.0} s on {} (--step-timeout): the kernel hung or is far too slow; \
+             a hung kernel cannot be stopped inside this process, so the gate ends here",
+            limit.as_secs_f64(),
+            s.what
+        );
+        eprintln!("{} {}: TIMEOUT: {reason}", s.position, s.kernel);
+        let mut all = rows.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        all.push(Row::not_run(
+            &s.kernel,
+            s.genome_id.as_deref(),
+            &device,
+            &s.problem,
+            "timeout",
+            reason,
+        ));
+        if let Some(path) = &json {
+            match serde_json::to_string_pretty(&all) {
+                Ok(text) => match std::fs::write(path, text) {
+                    Ok(()) => eprintln!(
+                        "wrote {} rows (the kernels before it and this timeout) to {}",
+                        all.len(),
+                        path.display()
+                    ),
+                    Err(e) => eprintln!("{}: cannot write: {e}", path.display()),
+                },
+                Err(e) => eprintln!("cannot serialize the rows: {e}"),
+            }
+        }
+        std::process::exit(3);
+    });
+}
+
+fn enter(
+    step: &Mutex<Option<Step>>,
+    position: &str,
+    kernel: &str,
+    id: Option<&str>,
+    what: String,
+    problem: Problem,
+) {
+    *step.lock().unwrap_or_else(|e| e.into_inner()) = Some(Step {
+        position: position.to_string(),
+        kernel: kernel.to_string(),
+        genome_id: id.map(str::to_string),
+        what,
+        problem,
+        since: Instant::now(),
+    });
 }
 
 /// Genome files and hand-written `.cu` files as the gates' kernel sources, in order.
@@ -109,7 +201,42 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             args.family.as_deref().unwrap_or("")
         );
     }
+    if let Some(dir) = &args.save_samples {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+        for s in &sampled {
+            if let KernelSource::Genome { name, genome } = s {
+                let file = GenomeFile {
+                    name: name.clone(),
+                    description: String::new(),
+                    genes: *genome,
+                };
+                file.save(
+                    &dir.join(format!("{name}.toml")),
+                    &format!(
+                        "drawn by `evo gate --sample {} --seed {}{}` on {target}",
+                        args.sample,
+                        args.seed,
+                        args.family
+                            .as_deref()
+                            .map(|f| format!(" --family {f}"))
+                            .unwrap_or_default()
+                    ),
+                )?;
+            }
+        }
+        eprintln!(
+            "wrote the {} sampled genomes to {}",
+            sampled.len(),
+            dir.display()
+        );
+    }
     sources.extend(sampled);
+    let total = sources.len();
+    if args.from < 1 || args.from > total {
+        bail!("--from {}: the list has kernels 1 to {total}", args.from);
+    }
+    let sources: Vec<KernelSource> = sources.into_iter().skip(args.from - 1).collect();
     let mut cases = fixed;
     if args.drawn > 0 {
         cases.extend(drawn_cases(args.seed, args.drawn));
@@ -161,9 +288,19 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         seed: args.seed,
         fast: FastOptions::default(),
     };
-    let mut rows = Vec::new();
+    let rows = Arc::new(Mutex::new(Vec::new()));
+    let step = Arc::new(Mutex::new(None));
+    watchdog(
+        step.clone(),
+        rows.clone(),
+        args.json.clone(),
+        dev.clone(),
+        Duration::from_secs(args.step_timeout.max(1)),
+    );
     let mut failed = Vec::new();
     for (n, (source, variants)) in sources.iter().zip(&built).enumerate() {
+        let position = format!("[{}/{total}]", n + args.from);
+        let kernel_start = Instant::now();
         let name = source.name();
         let id = source.genome().map(|g| g.id().to_string());
         let id = id.as_deref();
@@ -172,7 +309,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             Ok(f) => f,
             Err(e) => {
                 failed.push(format!("{name}: {e}"));
-                rows.push(Row::not_run(
+                rows.lock().expect("rows").push(Row::not_run(
                     name,
                     id,
                     &dev,
@@ -206,15 +343,37 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             };
             kernel_rows.push(Row::not_run(name, id, &dev, &c.problem, verdict, why));
         }
-        let green = run_green_cached(
-            &mut family,
-            &runnable,
-            GreenOptions {
-                seed: args.seed,
-                stop_at_first_failure: false,
-            },
-            &mut cache,
-        );
+        // One case at a time, so that the watchdog can name the case that hangs.
+        let mut green: Result<GreenReport, _> = Ok(GreenReport {
+            kernel: name.to_string(),
+            seed: args.seed,
+            cases: Vec::new(),
+        });
+        for case in &runnable {
+            enter(
+                &step,
+                &position,
+                name,
+                id,
+                format!("GREEN case {}", case.label()),
+                case.problem,
+            );
+            let one = run_green_cached(
+                &mut family,
+                std::slice::from_ref(case),
+                GreenOptions {
+                    seed: args.seed,
+                    stop_at_first_failure: false,
+                },
+                &mut cache,
+            );
+            match (&mut green, one) {
+                (Ok(all), Ok(report)) => all.cases.extend(report.cases),
+                (Ok(_), Err(e)) => green = Err(e),
+                (Err(_), _) => break,
+            }
+        }
+        *step.lock().expect("step") = None;
         let mut passed = false;
         match green {
             Ok(report) => {
@@ -243,7 +402,17 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                 if !family.supports(problem) {
                     continue;
                 }
-                match time_and_recheck(&mut family, problem, t, &eval, &mut cache) {
+                enter(
+                    &step,
+                    &position,
+                    name,
+                    id,
+                    format!("FAST {problem}"),
+                    *problem,
+                );
+                let result = time_and_recheck(&mut family, problem, t, &eval, &mut cache);
+                *step.lock().expect("step") = None;
+                match result {
                     Ok((timing, check)) => {
                         if let Some(f) = &check.failure {
                             passed = false;
@@ -299,9 +468,13 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         if !passed {
             failed.push(name.to_string());
         }
-        eprintln!("[{}/{}] {name}: {summary}", n + 1, sources.len());
-        rows.extend(kernel_rows);
+        eprintln!(
+            "{position} {name}: {summary} ({:.1} s)",
+            kernel_start.elapsed().as_secs_f64()
+        );
+        rows.lock().expect("rows").extend(kernel_rows);
     }
+    let rows = rows.lock().expect("rows").clone();
 
     let green_rows: Vec<Row> = rows
         .iter()

@@ -1,7 +1,7 @@
 //! `evo insights`: which gene changes paid off, over one or more experiments.
 
 use anyhow::Context;
-use evo_lineage::{insights, render_insights, Lineage};
+use evo_lineage::{insights, key_learnings, render_insights, render_key_learnings, Lineage};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -26,5 +26,10 @@ pub fn run(args: InsightsArgs) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     print!("{}", render_insights(&insights(&lineages)));
+    // Across several searches (one per shape class, say): what won on each.
+    if lineages.len() > 1 {
+        println!();
+        print!("{}", render_key_learnings(&key_learnings(&lineages)));
+    }
     Ok(())
 }

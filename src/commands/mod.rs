@@ -1,6 +1,7 @@
 //! One module per subcommand; each owns its clap arguments and its `run`.
 
 pub mod bench;
+pub mod champions;
 pub mod compile;
 pub mod evolve;
 pub mod gate;
@@ -22,6 +23,8 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Compile(a) => compile::run(a),
         Command::Gate(a) => gate::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Champions(a) => champions::run(a),
+        Command::Dispatch(a) => champions::run_dispatch(a),
         Command::Evolve(a) => evolve::run(a),
         Command::Lineage(a) => lineage::run(a),
         Command::Insights(a) => insights::run(a),

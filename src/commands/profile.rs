@@ -145,7 +145,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         "--name".into(),
         name.clone(),
         "--problem".into(),
-        problem_spec(&problem),
+        Problem::spec(&problem),
         "--seed".into(),
         args.seed.to_string(),
         "--launches".into(),
@@ -236,20 +236,6 @@ fn resummarise(path: &Path, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `B,H,Lq,Lk,D,dtype[,causal]` form `Problem`'s parser reads back.
-fn problem_spec(p: &Problem) -> String {
-    format!(
-        "{},{},{},{},{},{}{}",
-        p.batch,
-        p.heads,
-        p.q_len,
-        p.kv_len,
-        p.head_dim,
-        p.dtype,
-        if p.causal { ",causal" } else { "" }
-    )
-}
-
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))
 }
@@ -291,7 +277,7 @@ mod tests {
     fn the_problem_spec_reads_back() {
         for spec in ["2,16,4096,4096,128,f16", "1,8,77,1000,64,bf16,causal"] {
             let p: evo_genome::Problem = spec.parse().unwrap();
-            assert_eq!(super::problem_spec(&p), spec);
+            assert_eq!(super::Problem::spec(&p), spec);
         }
     }
 }

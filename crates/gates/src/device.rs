@@ -435,12 +435,26 @@ fn ptr<T>(s: &CudaSlice<T>, stream: &CudaStream) -> u64 {
 
 /// Q, K, V and O of one problem, `sets` times over, and the timing pool they are
 /// refilled from. Every O is followed by a guard region of [`GUARD_ELEMS`] elements.
+///
+/// Each tensor of every set lives in one allocation (set `i` at offset `i` times its
+/// size), and so does each tensor of the pool: refilling every set from the pool's
+/// rotated entries is then two copies per tensor, and poisoning every O (guards
+/// restored) one, instead of four copies per set. A repeat's refresh costs seven
+/// stream operations whatever the number of sets.
 struct IoBuffers {
     problem: Problem,
-    sets: Vec<[CudaSlice<u16>; 4]>,
-    /// Q, K and V of each pool entry (empty outside timing).
-    pool: Vec<[CudaSlice<u16>; 3]>,
-    /// A poisoned O with its guard: what every O is reset to, device to device.
+    sets: usize,
+    /// Q, K, V of all sets, and O (each followed by its guard) of all sets.
+    q: CudaSlice<u16>,
+    k: CudaSlice<u16>,
+    v: CudaSlice<u16>,
+    o: CudaSlice<u16>,
+    /// Pool entries (empty outside timing): `pool_len` Q, K and V, back to back.
+    pool_len: usize,
+    pool_q: Option<CudaSlice<u16>>,
+    pool_k: Option<CudaSlice<u16>>,
+    pool_v: Option<CudaSlice<u16>>,
+    /// Every set's O poisoned with its guard: what the O of all sets is reset to.
     fresh_o: CudaSlice<u16>,
 }
 
@@ -454,102 +468,168 @@ impl IoBuffers {
         pool: &[&Inputs],
     ) -> Result<IoBuffers, GateError> {
         let p = problem;
-        let fresh_o = stream
-            .clone_htod(&fresh_output(&p))
-            .map_err(driver("allocating O"))?;
-        let mut all = Vec::with_capacity(sets);
-        for _ in 0..sets.max(1) {
-            let q = alloc::<u16>(stream, p.q_elems(), "Q")?;
-            let k = alloc::<u16>(stream, p.kv_elems(), "K")?;
-            let v = alloc::<u16>(stream, p.kv_elems(), "V")?;
-            let mut o = alloc::<u16>(stream, p.q_elems() + GUARD_ELEMS, "O")?;
-            stream
-                .memcpy_dtod(&fresh_o, &mut o)
-                .map_err(driver("poisoning O"))?;
-            all.push([q, k, v, o]);
+        let sets = sets.max(1);
+        let one_o = fresh_output(&p);
+        let mut all_o = Vec::with_capacity(one_o.len() * sets);
+        for _ in 0..sets {
+            all_o.extend_from_slice(&one_o);
         }
+        let fresh_o = stream.clone_htod(&all_o).map_err(driver("allocating O"))?;
+        let mut o = alloc::<u16>(stream, all_o.len(), "O")?;
+        stream
+            .memcpy_dtod(&fresh_o, &mut o)
+            .map_err(driver("poisoning O"))?;
         let mut io = IoBuffers {
             problem: p,
-            sets: all,
-            pool: Vec::new(),
+            sets,
+            q: alloc::<u16>(stream, p.q_elems() * sets, "Q")?,
+            k: alloc::<u16>(stream, p.kv_elems() * sets, "K")?,
+            v: alloc::<u16>(stream, p.kv_elems() * sets, "V")?,
+            o,
+            pool_len: 0,
+            pool_q: None,
+            pool_k: None,
+            pool_v: None,
             fresh_o,
         };
         io.upload_pool(stream, pool)?;
         Ok(io)
     }
 
+    /// Elements of one set's O with its guard.
+    fn o_stride(&self) -> usize {
+        self.problem.q_elems() + GUARD_ELEMS
+    }
+
+    /// Device addresses of set `set`'s Q, K, V and O.
+    fn ptrs(&self, set: usize, stream: &CudaStream) -> [u64; 4] {
+        let p = &self.problem;
+        let at = |base: u64, elems: usize| base + (set * elems * 2) as u64;
+        [
+            at(ptr(&self.q, stream), p.q_elems()),
+            at(ptr(&self.k, stream), p.kv_elems()),
+            at(ptr(&self.v, stream), p.kv_elems()),
+            at(ptr(&self.o, stream), self.o_stride()),
+        ]
+    }
+
     fn upload_pool(&mut self, stream: &Arc<CudaStream>, pool: &[&Inputs]) -> Result<(), GateError> {
-        self.pool.clear();
-        for inputs in pool {
-            self.pool.push([
-                stream
-                    .clone_htod(&inputs.q)
-                    .map_err(driver("uploading Q"))?,
-                stream
-                    .clone_htod(&inputs.k)
-                    .map_err(driver("uploading K"))?,
-                stream
-                    .clone_htod(&inputs.v)
-                    .map_err(driver("uploading V"))?,
-            ]);
+        self.pool_len = 0;
+        (self.pool_q, self.pool_k, self.pool_v) = (None, None, None);
+        if pool.is_empty() {
+            return Ok(());
         }
+        let join = |f: &dyn Fn(&Inputs) -> &Vec<u16>| {
+            let mut all = Vec::with_capacity(pool.iter().map(|i| f(i).len()).sum());
+            for inputs in pool {
+                all.extend_from_slice(f(inputs));
+            }
+            all
+        };
+        let up = |host: Vec<u16>, what: &str| {
+            stream
+                .clone_htod(&host)
+                .map_err(driver(format!("uploading the pool's {what}")))
+        };
+        self.pool_q = Some(up(join(&|i| &i.q), "Q")?);
+        self.pool_k = Some(up(join(&|i| &i.k), "K")?);
+        self.pool_v = Some(up(join(&|i| &i.v), "V")?);
+        self.pool_len = pool.len();
         Ok(())
     }
 
     /// Re-fills the first set with new inputs and a poisoned O (guard restored).
     fn refill(&mut self, stream: &Arc<CudaStream>, inputs: &Inputs) -> Result<(), GateError> {
-        let [q, k, v, o] = &mut self.sets[0];
+        let (nq, nkv, no) = (
+            self.problem.q_elems(),
+            self.problem.kv_elems(),
+            self.o_stride(),
+        );
         stream
-            .memcpy_htod(&inputs.q, q)
+            .memcpy_htod(&inputs.q, &mut self.q.slice_mut(0..nq))
             .map_err(driver("uploading Q"))?;
         stream
-            .memcpy_htod(&inputs.k, k)
+            .memcpy_htod(&inputs.k, &mut self.k.slice_mut(0..nkv))
             .map_err(driver("uploading K"))?;
         stream
-            .memcpy_htod(&inputs.v, v)
+            .memcpy_htod(&inputs.v, &mut self.v.slice_mut(0..nkv))
             .map_err(driver("uploading V"))?;
         stream
-            .memcpy_dtod(&self.fresh_o, o)
+            .memcpy_dtod(&self.fresh_o.slice(0..no), &mut self.o.slice_mut(0..no))
             .map_err(driver("poisoning O"))?;
         Ok(())
     }
 
     /// Before timed repeat `repeat`: every O poisoned, every set refilled from the
     /// pool (device to device, so the repeat's launches meet inputs and outputs they
-    /// have not seen in this state).
+    /// have not seen in this state). Set `i` takes pool entry
+    /// [`pool_index`]`(i, repeat, pool_len)`: consecutive sets take consecutive
+    /// entries, so the sets are two runs of the pool at most.
     fn refresh(&mut self, stream: &Arc<CudaStream>, repeat: usize) -> Result<(), GateError> {
-        if self.pool.is_empty() {
+        let (Some(pq), Some(pk), Some(pv)) = (&self.pool_q, &self.pool_k, &self.pool_v) else {
             return Err(GateError::Abi("timed before prepare_timing".into()));
+        };
+        let n = self.pool_len;
+        let first = pool_index(0, repeat, n);
+        // Sets [0, a) from entries [first, first + a), sets [a, sets) from entries [0, ..).
+        let a = self.sets.min(n - first);
+        let runs = [(0, first, a), (a, 0, self.sets - a)];
+        let (nq, nkv) = (self.problem.q_elems(), self.problem.kv_elems());
+        for (to, from, count) in runs {
+            if count == 0 {
+                continue;
+            }
+            let copy =
+                |src: &CudaSlice<u16>, dst: &mut CudaSlice<u16>, elems: usize, what: &str| {
+                    stream
+                        .memcpy_dtod(
+                            &src.slice(from * elems..(from + count) * elems),
+                            &mut dst.slice_mut(to * elems..(to + count) * elems),
+                        )
+                        .map_err(driver(format!("refilling {what}")))
+                };
+            copy(pq, &mut self.q, nq, "Q")?;
+            copy(pk, &mut self.k, nkv, "K")?;
+            copy(pv, &mut self.v, nkv, "V")?;
         }
-        let n = self.pool.len();
-        for (i, [q, k, v, o]) in self.sets.iter_mut().enumerate() {
-            let [pq, pk, pv] = &self.pool[pool_index(i, repeat, n)];
-            stream.memcpy_dtod(pq, q).map_err(driver("refilling Q"))?;
-            stream.memcpy_dtod(pk, k).map_err(driver("refilling K"))?;
-            stream.memcpy_dtod(pv, v).map_err(driver("refilling V"))?;
-            stream
-                .memcpy_dtod(&self.fresh_o, o)
-                .map_err(driver("poisoning O"))?;
-        }
+        stream
+            .memcpy_dtod(&self.fresh_o, &mut self.o)
+            .map_err(driver("poisoning O"))?;
         Ok(())
     }
 
-    /// Set `set`'s O and whether its guard still holds.
-    fn output(&self, stream: &Arc<CudaStream>, set: usize) -> Result<Output, GateError> {
-        let mut o = stream
-            .clone_dtoh(&self.sets[set][3])
+    /// Every set's O and whether its guard still holds, from one download.
+    fn outputs_upto(
+        &self,
+        stream: &Arc<CudaStream>,
+        sets: usize,
+    ) -> Result<Vec<Output>, GateError> {
+        let stride = self.o_stride();
+        let all = stream
+            .clone_dtoh(&self.o.slice(0..stride * sets))
             .map_err(driver("downloading O"))?;
-        let guard = o.split_off(self.problem.q_elems());
-        Ok(Output {
-            o,
-            guard_breach: guard_breach("O", &guard, GUARD_BITS),
-        })
+        Ok(all
+            .chunks_exact(stride)
+            .map(|chunk| {
+                let (o, guard) = chunk.split_at(self.problem.q_elems());
+                Output {
+                    o: o.to_vec(),
+                    guard_breach: guard_breach("O", guard, GUARD_BITS),
+                }
+            })
+            .collect())
+    }
+
+    /// Set 0's O and whether its guard still holds.
+    fn output(&self, stream: &Arc<CudaStream>) -> Result<Output, GateError> {
+        Ok(self
+            .outputs_upto(stream, 1)?
+            .pop()
+            .expect("one set downloaded"))
     }
 
     fn outputs(&self, stream: &Arc<CudaStream>) -> Result<Vec<Output>, GateError> {
-        (0..self.sets.len())
-            .map(|i| self.output(stream, i))
-            .collect()
+        self.outputs_upto(stream, self.sets)
     }
 }
 
@@ -714,11 +794,12 @@ impl LoadedKernel {
             return Ok(());
         };
         let p = io.problem;
-        for [q, k, v, _] in &io.sets {
+        for set in 0..io.sets {
+            let [q, k, v, _] = io.ptrs(set, &self.stream);
             self.maps.push([
-                encode_tensor_map(ptr(q, &self.stream), &p, p.q_len, spec.q_rows, &spec)?,
-                encode_tensor_map(ptr(k, &self.stream), &p, p.kv_len, spec.kv_rows, &spec)?,
-                encode_tensor_map(ptr(v, &self.stream), &p, p.kv_len, spec.kv_rows, &spec)?,
+                encode_tensor_map(q, &p, p.q_len, spec.q_rows, &spec)?,
+                encode_tensor_map(k, &p, p.kv_len, spec.kv_rows, &spec)?,
+                encode_tensor_map(v, &p, p.kv_len, spec.kv_rows, &spec)?,
             ]);
         }
         Ok(())
@@ -733,7 +814,7 @@ impl LoadedKernel {
     ) -> Result<(), GateError> {
         let p = problem;
         self.graph = None;
-        let reuse = matches!(&self.buffers, Some((b, _)) if b.problem == p && b.sets.len() == sets);
+        let reuse = matches!(&self.buffers, Some((b, _)) if b.problem == p && b.sets == sets);
         if reuse {
             let (b, _) = self.buffers.as_mut().expect("checked above");
             return b.upload_pool(&self.stream, pool);
@@ -777,13 +858,7 @@ impl LoadedKernel {
             .ok_or_else(|| GateError::Abi("launch before buffers".into()))?;
         let p = io.problem;
         let g = self.geometry;
-        let [q, k, v, o] = &io.sets[set];
-        let (pq, pk, pv, po) = (
-            ptr(q, &self.stream),
-            ptr(k, &self.stream),
-            ptr(v, &self.stream),
-            ptr(o, &self.stream),
-        );
+        let [pq, pk, pv, po] = io.ptrs(set, &self.stream);
         let (pws_o, pws_l) = match ws {
             Some(w) => (ptr(&w.ws_o, &self.stream), ptr(&w.ws_lse, &self.stream)),
             None => (0u64, 0u64),
@@ -860,7 +935,7 @@ impl AttentionKernel for LoadedKernel {
 
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {
         let p = inputs.problem;
-        let reuse = matches!(&self.buffers, Some((b, _)) if b.problem == p && b.sets.len() == 1);
+        let reuse = matches!(&self.buffers, Some((b, _)) if b.problem == p && b.sets == 1);
         if reuse {
             let (b, _) = self.buffers.as_mut().expect("checked above");
             b.refill(&self.stream, inputs)?;
@@ -875,7 +950,7 @@ impl AttentionKernel for LoadedKernel {
             .synchronize()
             .map_err(driver(format!("running {} on {}", self.name, p)))?;
         let (io, _) = self.buffers.as_ref().expect("allocated above");
-        let mut out = io.output(&self.stream, 0)?;
+        let mut out = io.output(&self.stream)?;
         if out.guard_breach.is_none() {
             out.guard_breach = self.workspace_breach()?;
         }
@@ -896,7 +971,7 @@ impl AttentionKernel for LoadedKernel {
                 GateError::Abi(format!("{}: timed before prepare_timing", self.name))
             })?;
             io.refresh(&self.stream, repeat)?;
-            io.sets.len()
+            io.sets
         };
         self.poison_workspace()?;
         match method {
@@ -971,9 +1046,7 @@ impl HybridKernel {
     fn ensure(&mut self, p: Problem, sets: usize, pool: &[&Inputs]) -> Result<(), GateError> {
         self.graph = None;
         match &mut self.buffers {
-            Some(b) if b.problem == p && b.sets.len() == sets => {
-                b.upload_pool(&self.stream, pool)?
-            }
+            Some(b) if b.problem == p && b.sets == sets => b.upload_pool(&self.stream, pool)?,
             _ => {
                 self.buffers = None;
                 self.buffers = Some(IoBuffers::new(&self.stream, p, sets, pool)?);
@@ -1008,16 +1081,9 @@ impl HybridKernel {
             .as_ref()
             .ok_or_else(|| GateError::Abi("launch before scratch".into()))?;
         let p = io.problem;
-        let [q, k, v, o] = &io.sets[set];
         let st = &self.stream;
-        let (pq, pk, pv, po, ps, pp) = (
-            ptr(q, st),
-            ptr(k, st),
-            ptr(v, st),
-            ptr(o, st),
-            ptr(s, st),
-            ptr(pm, st),
-        );
+        let [pq, pk, pv, po] = io.ptrs(set, st);
+        let (ps, pp) = (ptr(s, st), ptr(pm, st));
         let (lq, lk, d) = (p.q_len as i32, p.kv_len as i32, p.head_dim.get() as i32);
         let bh = (p.batch * p.heads) as i32;
         let elem = match p.dtype {
@@ -1144,7 +1210,7 @@ impl AttentionKernel for HybridKernel {
             inputs.problem
         )))?;
         let io = self.buffers.as_ref().expect("allocated above");
-        io.output(&self.stream, 0)
+        io.output(&self.stream)
     }
 
     fn prepare_timing(&mut self, pool: &[&Inputs], sets: usize) -> Result<(), GateError> {
@@ -1161,7 +1227,7 @@ impl AttentionKernel for HybridKernel {
             .as_mut()
             .ok_or_else(|| GateError::Abi("cublas-hybrid: timed before prepare_timing".into()))?;
         io.refresh(&self.stream, repeat)?;
-        let sets = io.sets.len();
+        let sets = io.sets;
         match method {
             TimingMethod::Events => {
                 let ctx = self.ctx.clone();

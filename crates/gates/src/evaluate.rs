@@ -42,6 +42,7 @@ pub fn evaluate(
     // A fault, a launch error or a broken ABI is the kernel's; a reference error would
     // be the gates', but it cannot be told apart from here, so both are recorded.
     let runtime = |e: GateError| fail(Status::RuntimeFailed, e.to_string());
+    let t0 = std::time::Instant::now();
     let green = match run_green_cached(
         kernel,
         green_cases,
@@ -54,6 +55,12 @@ pub fn evaluate(
         Ok(r) => r,
         Err(e) => return runtime(e),
     };
+    tracing::debug!(
+        kernel = kernel.name(),
+        cases = green_cases.len(),
+        ms = t0.elapsed().as_secs_f64() * 1e3,
+        "GREEN"
+    );
     if !green.passed() {
         return fail(Status::GreenFailed, green.failures());
     }

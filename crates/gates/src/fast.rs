@@ -147,7 +147,9 @@ pub fn time_problem(
         .ok_or_else(|| GateError::Abi("FAST needs a pool of inputs".into()))?;
     let sets = (pool.len() - 1).max(1);
     let inputs: Vec<&Inputs> = pool.iter().map(|e| &e.0).collect();
+    let t0 = std::time::Instant::now();
     kernel.prepare_timing(&inputs, sets)?;
+    let t_prepare = t0.elapsed();
 
     // Warm-up (module load, first touch, clocks ramping): repeats until warmup_ms
     // has passed on the device.
@@ -178,6 +180,7 @@ pub fn time_problem(
     let repeats = options
         .repeats
         .min(((options.budget_ms / repeat_ms.max(1e-6)) as u32).max(3));
+    let t_warm = t0.elapsed();
     let mut per_call_us = Vec::with_capacity(repeats as usize);
     for _ in 0..repeats {
         per_call_us.push(kernel.time_repeat(repeat, method)? * 1e3 / sets as f64);
@@ -192,7 +195,21 @@ pub fn time_problem(
             outputs.len()
         )));
     }
+    let t_timed = t0.elapsed();
     let checks = verify(&outputs, pool, last);
+    // EVO_LOG=evo_gates=debug: where a FAST's wall time goes.
+    tracing::debug!(
+        kernel = kernel.name(),
+        %problem,
+        sets,
+        warmup_repeats = repeat as u32 - repeats,
+        repeats,
+        prepare_ms = t_prepare.as_secs_f64() * 1e3,
+        warmup_ms = (t_warm - t_prepare).as_secs_f64() * 1e3,
+        timed_and_download_ms = (t_timed - t_warm).as_secs_f64() * 1e3,
+        verify_ms = (t0.elapsed() - t_timed).as_secs_f64() * 1e3,
+        "FAST"
+    );
     Ok(Fast {
         timing: summarize(&problem, &per_call_us, sets as u32, method),
         checks,

@@ -308,22 +308,15 @@ fn the_naive_kernel_is_timed_over_rotating_inputs() {
 /// snapshot: verdicts, rows checked and the errors to two significant digits (no
 /// timing is part of GREEN). A template change that moves the champion's numerics
 /// shows up in review. Run on the GPU with `INSTA_WORKSPACE_ROOT` set to the checkout.
-#[test]
-fn champion_green_report_snapshot() {
-    let (device, tc, target) = setup();
-    let file = GenomeFile::load(&repo().join("genomes/champion-h100-seed.toml")).unwrap();
+/// The GREEN report of a genome file on the default suite at a fixed seed, as text.
+fn green_report_text(device: &Device, tc: &Toolchain, target: Target, path: &str) -> String {
+    let file = GenomeFile::load(&repo().join(path)).unwrap();
     let source = KernelSource::Genome {
         name: file.name,
         genome: file.genes,
     };
-    let report = green_over_default(
-        &device,
-        &tc,
-        target,
-        &[source],
-        &GreenSuite::Default.cases(),
-    )
-    .remove(0);
+    let report =
+        green_over_default(device, tc, target, &[source], &GreenSuite::Default.cases()).remove(0);
     let mut text = format!("{} (seed {})\n", report.kernel, report.seed);
     for case in &report.cases {
         for (n, l) in case.launches.iter().enumerate() {
@@ -340,6 +333,34 @@ fn champion_green_report_snapshot() {
             );
         }
     }
-    assert!(report.passed(), "{}", report.failures());
+    assert!(report.passed(), "{path}: {}", report.failures());
+    text
+}
+
+#[test]
+fn champion_green_report_snapshot() {
+    let (device, tc, target) = setup();
+    let text = green_report_text(&device, &tc, target, "genomes/champion-h100-seed.toml");
     insta::assert_snapshot!(text);
+}
+
+/// Each per-shape champion's GREEN report (genomes/champions/h100/*.toml), as for the
+/// seed champion: one snapshot per champion, named by its class.
+#[test]
+fn per_shape_champion_green_report_snapshots() {
+    let (device, tc, target) = setup();
+    let dir = repo().join("genomes/champions/h100");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml") && !p.ends_with("dispatch.toml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no champions in {}", dir.display());
+    for path in files {
+        let class = path.file_stem().unwrap().to_string_lossy().to_string();
+        let rel = format!("genomes/champions/h100/{class}.toml");
+        let text = green_report_text(&device, &tc, target, &rel);
+        insta::assert_snapshot!(format!("champion_green_{}", class.replace('-', "_")), text);
+    }
 }

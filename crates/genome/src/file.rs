@@ -63,9 +63,30 @@ impl GenomeFile {
         Self::from_toml_str(&text, path)
     }
 
-    /// The TOML text of this file (genes in canonical order).
+    /// The TOML text of this file (genes in canonical order). Genes that do not apply
+    /// to the genome's family (the Ampere genes of a Hopper genome) are left out: they
+    /// shape nothing, and a reader would take them for the kernel's design.
     pub fn to_toml_string(&self) -> String {
-        toml::to_string(self).expect("a genome always serializes")
+        let text = toml::to_string(self).expect("a genome always serializes");
+        let unused: Vec<&str> = crate::Gene::ALL
+            .iter()
+            .filter(|g| !g.applies(self.genes.family))
+            .map(|g| g.name())
+            .collect();
+        let mut out = String::with_capacity(text.len());
+        let mut in_genes = false;
+        for line in text.lines() {
+            if line.starts_with('[') {
+                in_genes = line.trim() == "[genes]";
+            }
+            let key = line.split('=').next().unwrap_or("").trim();
+            if in_genes && unused.contains(&key) {
+                continue;
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
     }
 
     /// Writes the file, with an optional comment header.

@@ -816,6 +816,16 @@ impl Genome {
             .collect()
     }
 
+    /// The genes on which two genomes differ and that shape `other`'s kernel: a move
+    /// from the Ampere family to Hopper lists the family and the Hopper genes, not the
+    /// Ampere genes it left behind (they no longer make any kernel).
+    pub fn design_diff(&self, other: &Genome) -> Vec<Gene> {
+        self.diff(other)
+            .into_iter()
+            .filter(|g| g.applies(other.family))
+            .collect()
+    }
+
     /// A plain, always-valid starting point: the seeds' scalar kernel shape.
     pub fn baseline() -> Genome {
         Genome {

@@ -99,6 +99,20 @@ impl Problem {
         }
     }
 
+    /// The `B,H,Lq,Lk,D,dtype[,causal]` form the parser reads back.
+    pub fn spec(&self) -> String {
+        format!(
+            "{},{},{},{},{},{}{}",
+            self.batch,
+            self.heads,
+            self.q_len,
+            self.kv_len,
+            self.head_dim.get(),
+            self.dtype.label(),
+            if self.causal { ",causal" } else { "" }
+        )
+    }
+
     /// Floating-point operations of the two products: 4·B·H·Lq·Lk·D, halved for causal
     /// (the convention of FlashAttention's and PyTorch's benchmarks).
     pub fn flops(&self) -> f64 {

@@ -220,14 +220,17 @@ pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
 }
 
 /// Registers one consumer thread of a Hopper genome may hold: with `producer_regs` set,
-/// what setmaxnreg gives the consumers (the producer's share of the 512 registers per
-/// 128-thread slice subtracted, split over the consumer warpgroups, rounded down to 8,
-/// at most 240); without it, the launch bound's share of the register file.
+/// what setmaxnreg gives the consumers (the CTA's launch allocation, less the producer's
+/// share, split over the consumer warpgroups, rounded down to 8, at most 240: asking
+/// for more than the producer frees makes `setmaxnreg.inc` wait forever); without it,
+/// the launch bound's share of the register file.
 pub fn hopper_consumer_registers(g: &Genome) -> u32 {
     let wgs = g.consumer_wgs.get();
     match g.producer_regs.get() {
         0 => (65536 / (128 * (wgs + 1)) / 8 * 8).min(255),
-        p => ((512 - p) / wgs / 8 * 8).min(240),
+        // Registers move only within the CTA's launch allocation (each thread's launch
+        // share, rounded down to 8): the consumers get what the producer frees.
+        p => (((65536 / (128 * (wgs + 1)) / 8 * 8) * (wgs + 1) - p) / wgs / 8 * 8).min(240),
     }
 }
 

@@ -235,3 +235,96 @@ pub fn render_insights(insights: &Insights) -> String {
     }
     out
 }
+
+/// What won on one shape: where its champion started, the steps of its path that made
+/// it faster, and how it differs from the genome it descends from (the seeds' "key
+/// learnings", computed from a search's lineage).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyLearning {
+    pub objective: String,
+    pub device: String,
+    /// The root of the champion's path (a named seed, or a random genome's id).
+    pub root: String,
+    pub root_us: Option<f64>,
+    pub champion: String,
+    pub champion_us: Option<f64>,
+    /// Each step of the path that beat its parent: its gene changes and the speedup.
+    pub wins: Vec<(String, f64)>,
+    /// Genes on which the champion differs from the root, `gene a→b`.
+    pub net: Vec<String>,
+}
+
+/// The key learnings of each lineage (one per search, so one per shape class when the
+/// searches are per shape).
+pub fn key_learnings(lineages: &[Lineage]) -> Vec<KeyLearning> {
+    lineages
+        .iter()
+        .filter_map(|lineage| {
+            let path = lineage.champion_path();
+            let (root, champion) = (path.first()?, path.last()?);
+            let wins = path
+                .windows(2)
+                .filter_map(|w| match (w[0].score_us(), w[1].score_us()) {
+                    (Some(p), Some(c)) if c < p => {
+                        Some((crate::render::gene_changes(lineage, w[1]), p / c))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let net = root
+                .genome
+                .design_diff(&champion.genome)
+                .into_iter()
+                .map(|g| {
+                    format!(
+                        "{g} {}→{}",
+                        root.genome.allele_label(g),
+                        champion.genome.allele_label(g)
+                    )
+                })
+                .collect();
+            Some(KeyLearning {
+                objective: lineage.meta.objective.clone(),
+                device: lineage.meta.device.clone(),
+                root: root.label(),
+                root_us: root.score_us(),
+                champion: champion.label(),
+                champion_us: champion.score_us(),
+                wins,
+                net,
+            })
+        })
+        .collect()
+}
+
+/// The key learnings as Markdown, one section per shape.
+pub fn render_key_learnings(learnings: &[KeyLearning]) -> String {
+    let mut out = String::from("## Key learnings per shape: what won where\n");
+    let us = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.2} µs"));
+    for k in learnings {
+        let _ = writeln!(
+            out,
+            "\n### {} ({})\n\nchampion {} at {}, from {} at {}{}",
+            k.objective,
+            k.device,
+            k.champion,
+            us(k.champion_us),
+            k.root,
+            us(k.root_us),
+            match (k.root_us, k.champion_us) {
+                (Some(r), Some(c)) if c > 0.0 => format!(" ({:.2}× along the path)", r / c),
+                _ => String::new(),
+            }
+        );
+        if k.wins.is_empty() {
+            out.push_str("- no step of the path beat its parent: the seed itself won\n");
+        }
+        for (changes, x) in &k.wins {
+            let _ = writeln!(out, "- {x:.2}×: {changes}");
+        }
+        if !k.net.is_empty() {
+            let _ = writeln!(out, "- net change from {}: {}", k.root, k.net.join(", "));
+        }
+    }
+    out
+}

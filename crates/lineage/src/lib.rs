@@ -16,7 +16,10 @@ pub mod render;
 pub mod seed;
 
 pub use graph::{write_atomic, Lineage, LineageError, LineageMeta, Node, ParentRole};
-pub use insights::{insights, render_insights, ChangeStats, GeneChange, Insights};
+pub use insights::{
+    insights, key_learnings, render_insights, render_key_learnings, ChangeStats, GeneChange,
+    Insights, KeyLearning,
+};
 pub use merge::{merge_islands, MergeError, MergeSummary};
 pub use operator::Operator;
 pub use plot::{plot_best_so_far, PlotError};

@@ -46,7 +46,7 @@ pub fn gene_changes(lineage: &Lineage, node: &Node) -> String {
             items.push(format!("crossover with {partner}"));
         }
     }
-    for gene in parent.genome.diff(&node.genome) {
+    for gene in parent.genome.design_diff(&node.genome) {
         items.push(format!(
             "{gene} {}→{}",
             parent.genome.allele_label(gene),

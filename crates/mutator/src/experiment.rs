@@ -138,11 +138,11 @@ pub struct ExperimentConfig {
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("{path}: cannot read: {source}")]
+    /// The OS error is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("{path}: cannot read: {error}")]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: cannot write: {source}")]
     Write {
@@ -235,9 +235,9 @@ impl ExperimentConfig {
 
     /// Reads `DIR/experiment.toml`.
     pub fn load(path: &Path) -> Result<ExperimentConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         ExperimentConfig::from_toml_str(&text, path)
     }

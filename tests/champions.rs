@@ -1,0 +1,164 @@
+//! The per-shape champions (genomes/champions/h100): each genome and its defines as
+//! snapshots, the dispatch table's claims checked against the committed bench and
+//! searches, and `evo dispatch` / `evo champions` end to end (CPU).
+
+use crate::util::{evo, repo_root, stderr, stdout};
+use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
+use evo_genome::{Dtype, GenomeFile};
+use evo_lineage::Lineage;
+
+const DIR: &str = "genomes/champions/h100";
+
+fn table() -> DispatchTable {
+    DispatchTable::load(&repo_root().join(DIR).join(DISPATCH_FILE)).expect("committed table")
+}
+
+#[test]
+fn each_champion_genome_and_its_defines() {
+    for class in table().classes {
+        let file = GenomeFile::load(&repo_root().join(DIR).join(&class.champion)).unwrap();
+        let p = class.problem().unwrap();
+        let mut text = file.to_toml_string();
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            text += &format!("\n# defines at D{} {dtype}\n", p.head_dim);
+            text += &evo_codegen::defines(&file.genes, p.head_dim, dtype).to_string();
+            text += "\n";
+        }
+        insta::assert_snapshot!(format!("champion_{}", class.name.replace('-', "_")), text);
+    }
+}
+
+/// What the table says is what was measured: each champion is its search's champion,
+/// and its µs and the cuDNN µs are the committed bench's rows of the same run.
+#[test]
+fn the_table_is_the_searches_and_the_bench() {
+    let table = table();
+    assert_eq!(
+        table.classes.len(),
+        7,
+        "the anchors shapes, causal and not, and B1 H16 L8192"
+    );
+    for class in &table.classes {
+        let file = GenomeFile::load(&repo_root().join(DIR).join(&class.champion)).unwrap();
+        let lineage = Lineage::load(&repo_root().join(&class.experiment).join("lineage.json"))
+            .unwrap_or_else(|e| panic!("{}: {e}", class.experiment));
+        let champion = lineage.champion().expect("a champion");
+        assert_eq!(champion.genome.id(), file.genes.id(), "{}", class.name);
+        assert_eq!(
+            lineage.meta.objective,
+            class.problem().unwrap().label(),
+            "{}: searched on another shape",
+            class.name
+        );
+        let bench = class.bench.as_deref().expect("benched");
+        let json = bench.split(' ').next().unwrap();
+        let rows: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(repo_root().join(json)).unwrap())
+                .unwrap();
+        let shape = class.problem().unwrap().label();
+        let us = |kernel: &str| {
+            rows.iter()
+                .find(|r| {
+                    r["kernel"] == kernel && r["shape"] == shape.as_str() && r["verdict"] == "timed"
+                })
+                .and_then(|r| r["median_us"].as_f64())
+        };
+        assert_eq!(
+            us(&format!("champion {}", class.name)),
+            class.median_us,
+            "{}",
+            class.name
+        );
+        assert_eq!(us("sdpa-cudnn"), class.cudnn_us, "{}", class.name);
+        let x = class.cudnn_us.unwrap() / class.median_us.unwrap();
+        assert!((class.speedup_vs_cudnn.unwrap() - x).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn dispatch_names_the_champion_and_the_rule() {
+    let o = evo(&["dispatch", "2,8,2048,2048,128,bf16,causal"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("-> b2-h16-l4096-d128-causal"), "{out}");
+    assert!(
+        out.contains("nearest class of head dim 128, causal"),
+        "{out}"
+    );
+    let o = evo(&["dispatch", "1,8,512,512,64,f16"], &[]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("exactly the class's shape") && out.contains("cuDNN in the same run"),
+        "{out}"
+    );
+    let o = evo(&["dispatch", "1,8,512,512,96,f16"], &[]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("64 or 128"), "{}", stderr(&o));
+    let o = evo(
+        &[
+            "dispatch",
+            "1,8,512,512,64,f16",
+            "--champions",
+            "genomes/champions/none",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("genomes/champions/none/dispatch.toml") && err.contains("evo champions"),
+        "{err}"
+    );
+}
+
+#[test]
+fn champions_are_rebuilt_from_the_searches() {
+    let table = table();
+    let out = std::env::temp_dir().join(format!("evo-champions-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut args = vec!["champions".to_string()];
+    let mut seen = Vec::new();
+    for c in &table.classes {
+        if !seen.contains(&c.experiment) {
+            seen.push(c.experiment.clone());
+            args.push(c.experiment.clone());
+        }
+    }
+    args.push("--out".into());
+    args.push(out.display().to_string());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = evo(&argv, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rebuilt = DispatchTable::load(&out.join(DISPATCH_FILE)).unwrap();
+    assert_eq!(rebuilt.classes.len(), table.classes.len());
+    for c in &table.classes {
+        let r = rebuilt
+            .classes
+            .iter()
+            .find(|r| r.name == c.name)
+            .expect("class rebuilt");
+        let (a, b) = (
+            GenomeFile::load(&out.join(&r.champion)).unwrap(),
+            GenomeFile::load(&repo_root().join(DIR).join(&c.champion)).unwrap(),
+        );
+        assert_eq!(a.genes.id(), b.genes.id(), "{}", c.name);
+        assert!(r.median_us.is_none(), "figures come only from a bench");
+    }
+    // A suite search has no one shape.
+    let o = evo(
+        &[
+            "champions",
+            "experiments/2026-11-22-h100-evolve-anchors-suite",
+            "--out",
+            &out.display().to_string(),
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("a suite search has no one shape"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+}
