@@ -2,7 +2,6 @@
 
 mod cli;
 mod commands;
-mod gpu;
 
 use clap::Parser;
 use std::process::ExitCode;

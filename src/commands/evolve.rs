@@ -11,7 +11,6 @@
 //! With `--backend auto` the search runs on the GPU when a CUDA device is present,
 //! else it replays the recorded landscape and says so on its first line.
 
-use crate::gpu::{parse_gpus, GpuEvaluator, GpuPlan, Plant};
 use anyhow::{bail, Context};
 use evo_gates::suite::full_cases;
 use evo_gates::{GreenSuite, TimingSuite};
@@ -24,6 +23,7 @@ use evo_mutator::{
     ExperimentConfig, IslandConfig, Landscape, LandscapeEvaluator, SearchConfig, SearchOutcome,
     SearchSpace, Sinks, StopReason, StrategyKind, WallClock, EXPERIMENT_FILE, MIGRANTS_FILE,
 };
+use evo_worker::{parse_gpus, GpuEvaluator, GpuPlan, Plant};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -126,7 +126,7 @@ impl EvolveArgs {
 
 /// The GPU backend: compiles each generation in parallel here and runs GREEN (the
 /// quick suite, plus every case of the objective's shape) and FAST in a child worker
-/// (see `crate::gpu`). The target is the GPU's own, whatever the config guessed.
+/// (see the evo-worker crate). The target is the GPU's own, whatever the config guessed.
 fn gpu_evaluator(
     objective: &[Problem],
     plant_faults: Option<usize>,

@@ -6,12 +6,12 @@
 //! failures included, so a killed run resumes where it stopped and loses nothing.
 //! Compiling the next chunk overlaps with the GPU evaluating the current one.
 
-use crate::gpu::{GpuEvaluator, GpuPlan};
 use anyhow::{bail, Context};
 use evo_gates::{Evaluation, GreenSuite, Status};
 use evo_genome::{from_toml, Genome, GenomeId, Problem};
 use evo_mutator::landscape::{EVALUATIONS_FILE, META_FILE};
 use evo_mutator::{Evaluator, LandscapeMeta, SearchSpace, SubSpace};
+use evo_worker::{GpuEvaluator, GpuPlan};
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::io::Write;
@@ -98,7 +98,7 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
     let gpus = args
         .gpus
         .as_deref()
-        .map(crate::gpu::parse_gpus)
+        .map(evo_worker::parse_gpus)
         .transpose()?;
     let mut evaluator = GpuEvaluator::start_on(
         GpuPlan {

@@ -5,12 +5,12 @@
 //! ordering the search found still hold on this GPU? The new evaluations are
 //! appended to `replays.jsonl` in the experiment folder, so nothing measured is lost.
 
-use crate::gpu::{GpuEvaluator, GpuPlan};
 use anyhow::Context;
 use evo_gates::GreenSuite;
 use evo_genome::Problem;
 use evo_lineage::Lineage;
 use evo_mutator::{Evaluator, ExperimentConfig, EXPERIMENT_FILE};
+use evo_worker::{GpuEvaluator, GpuPlan};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1344,9 +1344,11 @@ mod tests {
         let batch: Vec<Genome> = ["champion-h100-seed", "fa2", "v7a", "phase6", "v6a", "v5"]
             .iter()
             .map(|n| {
-                evo_genome::GenomeFile::load(Path::new(&format!("genomes/{n}.toml")))
-                    .unwrap()
-                    .genes
+                evo_genome::GenomeFile::load(
+                    &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../genomes/{n}.toml")),
+                )
+                .unwrap()
+                .genes
             })
             .collect();
         let mut handed = 0;
