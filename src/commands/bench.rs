@@ -134,42 +134,34 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let (problems, sources, own) = match (&table, &args.champions) {
+    let (problems, sources) = match (&table, &args.champions) {
         (Some((_, t)), Some(dir)) => {
             let mut problems = Vec::new();
             let mut sources = Vec::new();
-            let mut own = Vec::new();
-            for (i, c) in t.classes.iter().enumerate() {
-                let p = Problem {
+            for c in &t.classes {
+                problems.push(Problem {
                     dtype,
                     ..c.problem().map_err(|e| anyhow::anyhow!("{e}"))?
-                };
-                problems.push(p);
+                });
                 let file = evo_genome::GenomeFile::load(&dir.join(&c.champion))?;
                 sources.push(evo_gates::compile::KernelSource::Genome {
                     name: format!("champion {}", c.name),
                     genome: file.genes,
                 });
-                own.push(Some(i));
             }
-            (problems, sources, own)
+            (problems, sources)
         }
-        _ => {
-            let sources = super::gate::load_sources(&args.genomes, &args.sources)?;
-            let own = vec![None; sources.len()];
-            (
-                TimingSuite::parse(&args.suite)
-                    .expect("clap checked")
-                    .problems(dtype),
-                sources,
-                own,
-            )
-        }
+        _ => (
+            TimingSuite::parse(&args.suite)
+                .expect("clap checked")
+                .problems(dtype),
+            super::gate::load_sources(&args.genomes, &args.sources)?,
+        ),
     };
+    // Champion i is timed on class i's shape only; other kernels on every shape.
+    let own_shape_only = table.is_some();
     let device = Device::open(0)?;
-    let target = device
-        .target()
-        .with_context(|| format!("{} is not a known target (sm_89, sm_90)", device.name()))?;
+    let target = super::device_target(&device)?;
     let dev = device.name().to_string();
     let tc = Toolchain::discover()?;
     let mut needed: Vec<Problem> = GreenSuite::Quick
@@ -189,7 +181,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut cache = GreenCache::default();
     cache.prepare(args.seed, &GreenSuite::Quick.cases())?;
-    for ((source, variants), own) in sources.iter().zip(&built).zip(&own) {
+    for (s, (source, variants)) in sources.iter().zip(&built).enumerate() {
         let id = source.genome().map(|g| g.id().to_string());
         if let Some(v) = variants.iter().find(|v| v.result.is_err()) {
             let why = v.result.as_ref().err().cloned().unwrap_or_default();
@@ -204,7 +196,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         let runs: Vec<bool> = problems
             .iter()
             .enumerate()
-            .map(|(i, p)| family.supports(p) && own.is_none_or(|o| o == i))
+            .map(|(i, p)| family.supports(p) && (!own_shape_only || i == s))
             .collect();
         gate_and_time(
             &mut family,

@@ -113,20 +113,20 @@ fn watchdog(
             reason,
         ));
         if let Some(path) = &json {
-            match serde_json::to_string_pretty(&all) {
-                Ok(text) => match std::fs::write(path, text) {
-                    Ok(()) => eprintln!(
-                        "wrote {} rows (the kernels before it and this timeout) to {}",
-                        all.len(),
-                        path.display()
-                    ),
-                    Err(e) => eprintln!("{}: cannot write: {e}", path.display()),
-                },
-                Err(e) => eprintln!("cannot serialize the rows: {e}"),
+            if let Err(e) = write_rows(path, &all) {
+                eprintln!("{e:#}");
             }
         }
         std::process::exit(3);
     });
+}
+
+/// The gate's JSON: one object per kernel × case (and timing).
+fn write_rows(path: &std::path::Path, rows: &[Row]) -> anyhow::Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(rows)?)
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    eprintln!("wrote {} rows to {}", rows.len(), path.display());
+    Ok(())
 }
 
 fn enter(
@@ -183,13 +183,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         ),
     };
     let device = Device::open(0)?;
-    let target = device.target().with_context(|| {
-        format!(
-            "{} has compute capability {:?}, which no genome target describes (sm_89, sm_90)",
-            device.name(),
-            device.compute_capability()
-        )
-    })?;
+    let target = super::device_target(&device)?;
     let family = args.family.as_deref().map(|f| match f {
         "hopper" => Family::Hopper,
         _ => Family::Ampere,
@@ -483,9 +477,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         .collect();
     print!("{}", green_table(&green_rows));
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&rows)?)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
-        eprintln!("wrote {} rows to {}", rows.len(), path.display());
+        write_rows(path, &rows)?;
     }
     eprintln!("GPU part {:.1} s", gpu_start.elapsed().as_secs_f64());
     if !failed.is_empty() {

@@ -16,6 +16,18 @@ pub mod strategies;
 pub mod worker;
 
 use crate::cli::Command;
+use anyhow::Context;
+
+/// The genome target of an opened GPU, or an error naming its compute capability.
+pub fn device_target(device: &evo_gates::Device) -> anyhow::Result<evo_genome::Target> {
+    device.target().with_context(|| {
+        format!(
+            "{} has compute capability {:?}, which no genome target describes (sm_89, sm_90)",
+            device.name(),
+            device.compute_capability()
+        )
+    })
+}
 
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {

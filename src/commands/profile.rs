@@ -83,13 +83,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     // The device is only read here (target, name) and closed before ncu starts.
     let (target, device_name) = {
         let device = Device::open(0).context("`evo profile` runs the kernel on a GPU")?;
-        let target = device.target().with_context(|| {
-            format!(
-                "{} has compute capability {:?}, which no genome target describes (sm_89, sm_90)",
-                device.name(),
-                device.compute_capability()
-            )
-        })?;
+        let target = super::device_target(&device)?;
         (target, device.name().to_string())
     };
     let tc = Toolchain::discover()?;

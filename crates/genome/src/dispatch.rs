@@ -193,11 +193,11 @@ impl DispatchTable {
                 .then_with(|| key_gap(&a.1).total_cmp(&key_gap(&b.1)))
         });
         let (class, class_problem, d) = considered[0];
-        let exact = class_problem.batch == problem.batch
-            && class_problem.heads == problem.heads
-            && class_problem.q_len == problem.q_len
-            && class_problem.kv_len == problem.kv_len
-            && class_problem.causal == problem.causal;
+        // The same shape, the dtype aside (a champion serves both).
+        let exact = Problem {
+            dtype: problem.dtype,
+            ..class_problem
+        } == *problem;
         let mask = if problem.causal {
             "causal"
         } else {

@@ -309,21 +309,20 @@ impl LateCompiler {
         for v in built.into_iter().flatten() {
             match v.result {
                 Ok(compiled) => {
-                    let path = self.cubin_dir.join(format!(
-                        "{}-d{}-{}-full.cubin",
-                        request.genome.id(),
+                    let stem = format!("{}-full", request.genome.id());
+                    match write_variant(
+                        &self.cubin_dir,
+                        &stem,
                         v.head_dim,
-                        v.dtype
-                    ));
-                    if let Err(e) = std::fs::write(&path, &compiled.cubin) {
-                        remove_files(&files);
-                        return Err(format!("{}: cannot write the CUBIN: {e}", path.display()));
+                        v.dtype,
+                        &compiled.cubin,
+                    ) {
+                        Ok(file) => files.push(file),
+                        Err(e) => {
+                            remove_files(&files);
+                            return Err(e);
+                        }
                     }
-                    files.push(VariantFile {
-                        head_dim: v.head_dim,
-                        dtype: v.dtype,
-                        cubin: path,
-                    });
                 }
                 Err(log) => {
                     remove_files(&files);
@@ -752,18 +751,23 @@ impl BatchCompiler {
         for v in built {
             match &v.result {
                 Ok(compiled) => {
-                    let path = self
-                        .plan
-                        .cubin_dir
-                        .join(format!("{id}-d{}-{}.cubin", v.head_dim, v.dtype));
-                    if let Err(e) = std::fs::write(&path, &compiled.cubin) {
-                        return Prepared::Done(Evaluation::failed(
-                            genome,
-                            &self.device,
-                            Status::RuntimeFailed,
-                            format!("{}: cannot write the CUBIN: {e}", path.display()),
-                        ));
-                    }
+                    let file = match write_variant(
+                        &self.plan.cubin_dir,
+                        &id.to_string(),
+                        v.head_dim,
+                        v.dtype,
+                        &compiled.cubin,
+                    ) {
+                        Ok(file) => file,
+                        Err(e) => {
+                            return Prepared::Done(Evaluation::failed(
+                                genome,
+                                &self.device,
+                                Status::RuntimeFailed,
+                                e,
+                            ))
+                        }
+                    };
                     let is_objective = self
                         .plan
                         .objective
@@ -772,11 +776,7 @@ impl BatchCompiler {
                     if is_objective {
                         resources_fwd = resources(compiled, genome.smem(v.head_dim).total());
                     }
-                    files.push(VariantFile {
-                        head_dim: v.head_dim,
-                        dtype: v.dtype,
-                        cubin: path,
-                    });
+                    files.push(file);
                 }
                 // A variant the genome cannot exist at is skipped, not a failure.
                 Err(_) if source.unsupported(v.head_dim, self.target).is_some() => {}
@@ -855,6 +855,24 @@ impl BatchCompiler {
 pub enum Prepared {
     Run(WorkerRequest),
     Done(Evaluation),
+}
+
+/// Writes one compiled variant's CUBIN as `DIR/<stem>-d<D>-<dtype>.cubin` for the worker.
+fn write_variant(
+    dir: &Path,
+    stem: &str,
+    head_dim: HeadDim,
+    dtype: Dtype,
+    cubin: &[u8],
+) -> Result<VariantFile, String> {
+    let path = dir.join(format!("{stem}-d{head_dim}-{dtype}.cubin"));
+    std::fs::write(&path, cubin)
+        .map_err(|e| format!("{}: cannot write the CUBIN: {e}", path.display()))?;
+    Ok(VariantFile {
+        head_dim,
+        dtype,
+        cubin: path,
+    })
 }
 
 fn remove_files(files: &[VariantFile]) {
