@@ -162,3 +162,32 @@ fn champions_are_rebuilt_from_the_searches() {
     );
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// The recorded two-family landscape contains the kernels a user knows at the seed shape:
+/// FA2 and FA3 as genomes, v6a, the Ampere champion and this shape's per-shape champion,
+/// so a replayed search can reach each of them.
+#[test]
+fn the_two_family_landscape_contains_the_known_kernels_of_its_shape() {
+    let dir = repo_root().join("experiments/2026-11-23-h100-landscape");
+    let plan: toml::Table =
+        toml::from_str(&std::fs::read_to_string(dir.join("plan.toml")).unwrap()).unwrap();
+    let sub: evo_mutator::SubSpace = plan["subspace"].clone().try_into().unwrap();
+    let space =
+        evo_mutator::SearchSpace::sub(&sub, evo_genome::HeadDim::D64, evo_genome::Target::Sm90)
+            .unwrap();
+    assert!(space.valid_points().unwrap().len() >= 10_000);
+    for file in [
+        "genomes/fa2.toml",
+        "genomes/fa3.toml",
+        "genomes/v6a.toml",
+        "genomes/champion-h100-seed.toml",
+        "genomes/champions/h100/b1-h8-l512-d64.toml",
+    ] {
+        let g = GenomeFile::load(&repo_root().join(file)).unwrap().genes;
+        assert!(
+            space.admits(&g),
+            "{file} ({}) is outside the landscape's sub-space",
+            g.summary()
+        );
+    }
+}

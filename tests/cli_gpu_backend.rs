@@ -1,7 +1,7 @@
 //! The GPU backend's commands on a machine without a GPU: a clear message and exit 2,
 //! never a panic; bad plan files named with line and field before any GPU is needed.
 
-use crate::util::{evo, stderr};
+use crate::util::{evo, stderr, stdout};
 
 /// These tests describe a machine without the NVIDIA driver (CI's); on a GPU machine the
 /// same commands would really run, which the GPU records cover instead.
@@ -32,6 +32,73 @@ fn landscape_without_a_gpu_says_so() {
         "--out",
         out.to_str().unwrap(),
     ]);
+}
+
+/// `--count` needs no GPU: the plan's points and valid genomes per family, and how many
+/// of them the output folder (here the gzipped record in the repository) already holds.
+#[test]
+fn landscape_count_sizes_a_plan_without_a_gpu() {
+    let plan = "experiments/2026-11-23-h100-landscape/plan.toml";
+    let out = evo(
+        &[
+            "landscape",
+            "--plan",
+            plan,
+            "--out",
+            "experiments/2026-11-23-h100-landscape",
+            "--count",
+            "sm_90",
+        ],
+        &[],
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        text.contains("21888 points, 10560 valid on sm_90 at D = 64 (ampere 7680, hopper 2880)"),
+        "{text}"
+    );
+    let recorded: usize = text
+        .split(" of them recorded")
+        .next()
+        .and_then(|s| s.rsplit("; ").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no recorded count in: {text}"));
+    assert!((2893..=10560).contains(&recorded), "{text}");
+    // On sm_89 the Hopper family has no valid genome, so the count is Ampere's alone.
+    let dir = tempfile::tempdir().unwrap();
+    let out = evo(
+        &[
+            "landscape",
+            "--plan",
+            plan,
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--count",
+            "sm_89",
+        ],
+        &[],
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!text.contains("hopper"), "{text}");
+    assert!(text.contains("0 of them recorded"), "{text}");
+    let bad = evo(
+        &[
+            "landscape",
+            "--plan",
+            plan,
+            "--out",
+            "x",
+            "--count",
+            "sm_70",
+        ],
+        &[],
+    );
+    assert!(
+        stderr(&bad).contains("use sm_89 or sm_90"),
+        "{}",
+        stderr(&bad)
+    );
 }
 
 #[test]

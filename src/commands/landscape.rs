@@ -9,7 +9,7 @@
 use anyhow::{bail, Context};
 use evo_gates::{Evaluation, GreenSuite, Status};
 use evo_genome::{from_toml, Genome, GenomeId, Problem};
-use evo_mutator::landscape::{EVALUATIONS_FILE, META_FILE};
+use evo_mutator::landscape::{read_evaluations, EVALUATIONS_FILE, EVALUATIONS_GZ_FILE, META_FILE};
 use evo_mutator::{Evaluator, LandscapeMeta, SearchSpace, SubSpace};
 use evo_worker::{GpuEvaluator, GpuPlan};
 use serde::Deserialize;
@@ -42,6 +42,10 @@ pub struct LandscapeArgs {
     /// Measure at most this many genomes in this run (the rest on resume).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Count the plan's points and valid genomes per family for this device (sm_89 or
+    /// sm_90), and how many --out already holds; measures nothing, needs no GPU.
+    #[arg(long, value_name = "sm_89|sm_90", value_parser = super::compile::parse_target)]
+    pub count: Option<evo_genome::Target>,
 }
 
 /// What to measure: `problem`, `green` (suite name), `[subspace.base]`, `[subspace.genes]`.
@@ -61,13 +65,17 @@ fn load_plan(path: &Path) -> anyhow::Result<Plan> {
     Ok(from_toml(&text, path)?)
 }
 
-/// Ids already measured in an earlier (killed) run, and the device they were measured on.
-fn measured(path: &Path) -> anyhow::Result<(HashSet<GenomeId>, Option<String>)> {
+/// Ids already measured in an earlier (killed) run, and the device they were measured on
+/// (from `evaluations.jsonl`, or its gzipped copy).
+fn measured(dir: &Path) -> anyhow::Result<(HashSet<GenomeId>, Option<String>)> {
     let mut ids = HashSet::new();
     let mut device = None;
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Some((path, text)) = read_evaluations(dir)
+        .with_context(|| format!("{}: cannot read the earlier measurements", dir.display()))?
+    else {
         return Ok((ids, device));
     };
+    let path = path.as_path();
     for (n, line) in text.lines().enumerate() {
         match serde_json::from_str::<Evaluation>(line) {
             Ok(e) => {
@@ -81,11 +89,50 @@ fn measured(path: &Path) -> anyhow::Result<(HashSet<GenomeId>, Option<String>)> 
     Ok((ids, device))
 }
 
+/// `--count`: the plan's size per family, without a GPU.
+fn count(args: &LandscapeArgs, plan: &Plan, target: evo_genome::Target) -> anyhow::Result<()> {
+    let space = SearchSpace::sub(&plan.subspace, plan.problem.head_dim, target)
+        .with_context(|| format!("{}: the sub-space", args.plan.display()))?;
+    let points = space.valid_points().with_context(|| {
+        format!(
+            "{}: the sub-space has {} points, more than can be enumerated; fix more genes",
+            args.plan.display(),
+            space.size()
+        )
+    })?;
+    let (done, _) = measured(&args.out)?;
+    let mut per_family = std::collections::BTreeMap::<String, (usize, usize)>::new();
+    for g in points {
+        let e = per_family.entry(g.family.to_string()).or_default();
+        e.0 += 1;
+        e.1 += usize::from(done.contains(&g.id()));
+    }
+    println!(
+        "{}: {} points, {} valid on {} at D = {} ({}); {} of them recorded in {}",
+        args.plan.display(),
+        space.size(),
+        points.len(),
+        target,
+        plan.problem.head_dim,
+        per_family
+            .iter()
+            .map(|(f, (n, _))| format!("{f} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        per_family.values().map(|(_, d)| d).sum::<usize>(),
+        args.out.display()
+    );
+    Ok(())
+}
+
 pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
     let plan = load_plan(&args.plan)?;
     plan.problem
         .validate()
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.plan.display()))?;
+    if let Some(target) = args.count {
+        return count(&args, &plan, target);
+    }
     let suite = GreenSuite::parse(&plan.green).with_context(|| {
         format!(
             "{}: green = \"{}\" is not a suite; use \"quick\" or \"default\"",
@@ -126,7 +173,20 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         .to_vec();
 
     let log_path = args.out.join(EVALUATIONS_FILE);
-    let (done, recorded_on) = measured(&log_path)?;
+    // A landscape kept gzipped (as in the repository) is resumed in plain text: the new
+    // measurements are appended to it line by line.
+    let gz_path = args.out.join(EVALUATIONS_GZ_FILE);
+    if !log_path.exists() && gz_path.exists() {
+        let (_, text) = read_evaluations(&args.out)?.context("read just above")?;
+        std::fs::write(&log_path, text)
+            .with_context(|| format!("{}: cannot write", log_path.display()))?;
+        println!(
+            "resuming from {}: decompressed to {} (gzip it again when the landscape is complete)",
+            gz_path.display(),
+            log_path.display()
+        );
+    }
+    let (done, recorded_on) = measured(&args.out)?;
     if let Some(other) = recorded_on.filter(|d| *d != evaluator.device()) {
         bail!(
             "{}: measured on `{other}`, this GPU is `{}`; a landscape holds one device's \

@@ -21,6 +21,30 @@ use thiserror::Error;
 pub const META_FILE: &str = "landscape.toml";
 /// The measurements of a landscape folder.
 pub const EVALUATIONS_FILE: &str = "evaluations.jsonl";
+/// The same, gzipped: how a large landscape is kept in a repository. Read when the
+/// plain file is absent.
+pub const EVALUATIONS_GZ_FILE: &str = "evaluations.jsonl.gz";
+
+/// The text of a landscape folder's measurements and the path it came from:
+/// `evaluations.jsonl` when present, else `evaluations.jsonl.gz` decompressed.
+/// `Ok(None)` when the folder holds neither.
+pub fn read_evaluations(dir: &Path) -> std::io::Result<Option<(PathBuf, String)>> {
+    let plain = dir.join(EVALUATIONS_FILE);
+    match std::fs::read_to_string(&plain) {
+        Ok(text) => return Ok(Some((plain, text))),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        Err(_) => {}
+    }
+    let gz = dir.join(EVALUATIONS_GZ_FILE);
+    let file = match std::fs::File::open(&gz) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text)?;
+    Ok(Some((gz, text)))
+}
 
 /// `landscape.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,11 +138,24 @@ impl Landscape {
                 source,
             },
         )?;
-        let eval_path = dir.join(EVALUATIONS_FILE);
-        let text = std::fs::read_to_string(&eval_path).map_err(|source| LandscapeError::Read {
-            path: eval_path.clone(),
-            source,
-        })?;
+        let (eval_path, text) = match read_evaluations(dir) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                return Err(LandscapeError::Read {
+                    path: dir.join(EVALUATIONS_FILE),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("neither it nor {EVALUATIONS_GZ_FILE} exists"),
+                    ),
+                })
+            }
+            Err(source) => {
+                return Err(LandscapeError::Read {
+                    path: dir.join(EVALUATIONS_FILE),
+                    source,
+                })
+            }
+        };
         let parsed = read_json_lines::<Line>(&text, &eval_path)?;
         let lines = parsed.values;
         let mut warnings: Vec<String> = parsed.warning.into_iter().collect();

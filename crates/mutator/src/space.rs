@@ -202,10 +202,14 @@ impl SearchSpace {
             .collect()
     }
 
-    /// Every allele of the genome is allowed (validity aside).
+    /// Every allele that shapes the genome's kernel is allowed (validity aside): its
+    /// family and the genes that apply to that family. A gene that does not apply makes
+    /// no kernel, so a Hopper genome of a sub-space that fixes the Ampere genes elsewhere
+    /// is still inside it.
     pub fn contains(&self, g: &Genome) -> bool {
         Gene::ALL
             .into_iter()
+            .filter(|gene| gene.applies(g.family))
             .all(|gene| self.allowed(gene).contains(&g.allele_index(gene)))
     }
 
@@ -219,23 +223,50 @@ impl SearchSpace {
         self.contains(g) && self.is_valid(g)
     }
 
-    /// Points in the product of allowed alleles (valid or not).
-    pub fn size(&self) -> u128 {
-        self.allowed.iter().map(|a| a.len() as u128).product()
+    /// The allowed families, in allele order.
+    fn families(&self) -> impl Iterator<Item = Family> + '_ {
+        self.allowed(Gene::Family).iter().map(|&i| Family::ALL[i])
     }
 
-    /// All points of the product in lexicographic order (canonical gene order, last gene fastest).
+    /// Points of one family: the product of the allowed alleles of the genes that
+    /// apply to it (the others make no kernel, so they do not multiply the count).
+    fn family_size(&self, family: Family) -> u128 {
+        Gene::ALL
+            .into_iter()
+            .filter(|g| *g != Gene::Family && g.applies(family))
+            .map(|g| self.allowed(g).len() as u128)
+            .product()
+    }
+
+    /// Distinct kernels in the product of allowed alleles (valid or not): per allowed
+    /// family, the product over the genes that apply to it, summed.
+    pub fn size(&self) -> u128 {
+        self.families().map(|f| self.family_size(f)).sum()
+    }
+
+    /// All points, family by family (in allele order), each family's in lexicographic
+    /// order (canonical gene order, last gene fastest) over the genes that apply to it.
+    /// Every point is canonical: a gene that does not apply stays at its baseline allele.
     pub fn points(&self) -> impl Iterator<Item = Genome> + '_ {
-        let total = self.size().min(u64::MAX as u128) as u64;
-        let base = Genome::from_allele_indices(self.allowed.clone().map(|a| a[0]));
-        (0..total).map(move |mut n| {
-            let mut g = base;
-            for gene in Gene::ALL.into_iter().rev() {
-                let allowed = self.allowed(gene);
-                g = g.with_allele(gene, allowed[(n % allowed.len() as u64) as usize]);
-                n /= allowed.len() as u64;
-            }
-            g
+        self.families().flat_map(move |family| {
+            let genes: Vec<Gene> = Gene::ALL
+                .into_iter()
+                .filter(|g| *g != Gene::Family && g.applies(family))
+                .collect();
+            let base = Genome {
+                family,
+                ..Genome::baseline()
+            };
+            let total = self.family_size(family).min(u64::MAX as u128) as u64;
+            (0..total).map(move |mut n| {
+                let mut g = base;
+                for &gene in genes.iter().rev() {
+                    let allowed = self.allowed(gene);
+                    g = g.with_allele(gene, allowed[(n % allowed.len() as u64) as usize]);
+                    n /= allowed.len() as u64;
+                }
+                g
+            })
         })
     }
 
