@@ -69,3 +69,34 @@ fn gate_on_a_genome_is_a_clear_no_device_error_or_a_pass() {
         assert!(stdout(&out).contains("v6a"), "{}", stdout(&out));
     }
 }
+
+/// `--gpus` and `--shard` are checked before any GPU is needed; on a machine without one
+/// a gate over several GPUs is the same clear message as over one.
+#[test]
+fn gate_gpus_and_shard_arguments_are_checked_first() {
+    let err = |args: &[&str]| {
+        let out = evo(args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let e = err(&["gate", "genomes/v6a.toml", "--gpus", "0,0"]);
+    assert!(e.contains("GPU 0 is named twice"), "{e}");
+    let e = err(&["gate", "genomes/v6a.toml", "--gpus", "0,x"]);
+    assert!(e.contains("`x` is not a GPU ordinal"), "{e}");
+    let e = err(&[
+        "gate",
+        "genomes/v6a.toml",
+        "--gpus",
+        "0,1",
+        "--shard",
+        "1/2",
+    ]);
+    assert!(e.contains("give one of the two"), "{e}");
+    let e = err(&["gate", "genomes/v6a.toml", "--shard", "3/2"]);
+    assert!(e.contains("K must be between 1 and N"), "{e}");
+    if !std::path::Path::new("/proc/driver/nvidia/gpus").exists() {
+        let e = err(&["gate", "genomes/v6a.toml", "--gpus", "0,1"]);
+        assert!(e.contains("GPU 0") && e.contains("no CUDA device"), "{e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}

@@ -30,6 +30,12 @@ pub struct Row {
     pub tflops: Option<f64>,
     /// `events` or `graph` for timing rows.
     pub method: Option<String>,
+    /// The kernel's place in the gate's list (from 1), as its progress line says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<usize>,
+    /// The GPU ordinal it ran on, when the gate ran on several (`evo gate --gpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
 }
 
 impl Row {
@@ -57,6 +63,8 @@ impl Row {
             max_us: None,
             tflops: None,
             method: None,
+            position: None,
+            gpu: None,
         }
     }
 
