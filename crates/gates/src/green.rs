@@ -302,36 +302,45 @@ pub fn judge(inputs: &Inputs, output: &Output, refs: &Reference) -> LaunchCheck 
         )
     };
     let poison = poison_bits(p.dtype);
-    let unwritten: Vec<usize> = (0..out.len()).filter(|&i| out[i] == poison).collect();
-    let nonfinite: Vec<usize> = (0..out.len())
-        .filter(|&i| out[i] != poison && !to_f32(p.dtype, out[i]).is_finite())
-        .collect();
+    // Elements still holding the poison, and other NaN or Inf: how many, and the first.
+    let (mut unwritten, mut nonfinite) = ((0usize, None), (0usize, None));
+    for (i, &bits) in out.iter().enumerate() {
+        if bits == poison {
+            unwritten.0 += 1;
+            unwritten.1.get_or_insert(i);
+        } else if !to_f32(p.dtype, bits).is_finite() {
+            nonfinite.0 += 1;
+            nonfinite.1.get_or_insert(i);
+        }
+    }
 
     let mut stats = ErrorStats::default();
+    let dtype = p.dtype;
     for (bh, head) in refs.heads.iter().enumerate() {
+        let (b, h) = ((bh / heads) as u32, (bh % heads) as u32);
         for (i, &row) in head.rows.iter().enumerate() {
-            for c in 0..d {
-                let got = to_f32(p.dtype, out[(bh * lq + row as usize) * d + c]);
-                let key = ((bh / heads) as u32, (bh % heads) as u32, row, c as u32);
-                stats.add(key, got, head.out[i * d + c]);
-            }
+            let at = (bh * lq + row as usize) * d;
+            stats.add_row(
+                (b, h, row),
+                &out[at..at + d],
+                |bits| to_f32(dtype, bits),
+                &head.out[i * d..(i + 1) * d],
+            );
         }
     }
     let tol = Tolerance::for_dtype(p.dtype);
     let mut reasons: Vec<String> = output.guard_breach.iter().cloned().collect();
-    if !unwritten.is_empty() {
+    if let (n, Some(first)) = unwritten {
         reasons.push(format!(
-            "{} of {} output elements never written (still the NaN poison), first at {}",
-            unwritten.len(),
+            "{n} of {} output elements never written (still the NaN poison), first at {}",
             out.len(),
-            at(unwritten[0])
+            at(first)
         ));
     }
-    if !nonfinite.is_empty() {
+    if let (n, Some(first)) = nonfinite {
         reasons.push(format!(
-            "{} output elements are NaN or Inf, first at {}",
-            nonfinite.len(),
-            at(nonfinite[0])
+            "{n} output elements are NaN or Inf, first at {}",
+            at(first)
         ));
     }
     let violations = stats.violations(&tol);
@@ -351,8 +360,8 @@ pub fn judge(inputs: &Inputs, output: &Output, refs: &Reference) -> LaunchCheck 
         rel_frob: stats.rel_frob(),
         max_abs: stats.max_abs,
         worst: stats.worst,
-        unwritten: unwritten.len(),
-        nonfinite: nonfinite.len(),
+        unwritten: unwritten.0,
+        nonfinite: nonfinite.0,
         rows_checked: refs.rows_checked(),
         max_abs_score: refs.max_abs_score,
         failure: (!reasons.is_empty()).then(|| reasons.join("; ")),

@@ -67,11 +67,28 @@ pub fn to_bits(dtype: Dtype, x: f32) -> u16 {
 }
 
 /// The f32 value of a 16-bit element.
+///
+/// f16 goes through a table of all 65,536 values (256 KB, built once from `half`'s
+/// conversion): GREEN and FAST's verification convert every output element, tens of
+/// millions per kernel, and the table is several times faster than converting each
+/// (`tests::the_f16_table_is_halfs_conversion` checks every entry). bf16 is a shift.
+#[inline]
 pub fn to_f32(dtype: Dtype, bits: u16) -> f32 {
     match dtype {
-        Dtype::F16 => half::f16::from_bits(bits).to_f32(),
-        Dtype::Bf16 => half::bf16::from_bits(bits).to_f32(),
+        Dtype::F16 => f16_table()[bits as usize],
+        Dtype::Bf16 => f32::from_bits((bits as u32) << 16),
     }
+}
+
+fn f16_table() -> &'static [f32; 1 << 16] {
+    static TABLE: std::sync::OnceLock<Box<[f32; 1 << 16]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0f32; 1 << 16]);
+        for (bits, v) in t.iter_mut().enumerate() {
+            *v = half::f16::from_bits(bits as u16).to_f32();
+        }
+        t
+    })
 }
 
 /// Q, K and V of one launch.
@@ -169,6 +186,28 @@ pub fn case_key(label: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_f16_table_is_halfs_conversion() {
+        for bits in 0..=u16::MAX {
+            let (a, b) = (
+                to_f32(Dtype::F16, bits),
+                half::f16::from_bits(bits).to_f32(),
+            );
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "f16 {bits:#06x}: {a} vs {b}"
+            );
+            let (a, b) = (
+                to_f32(Dtype::Bf16, bits),
+                half::bf16::from_bits(bits).to_f32(),
+            );
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "bf16 {bits:#06x}: {a} vs {b}"
+            );
+        }
+    }
 
     #[test]
     fn poison_is_a_nan_that_rounding_never_produces() {

@@ -107,6 +107,40 @@ impl ErrorStats {
         }
     }
 
+    /// `add` for each column of one row, in column order (the same sums, bit for bit):
+    /// `got` are the row's 16-bit outputs, converted with `to_f32`.
+    pub fn add_row(
+        &mut self,
+        (b, h, row): (u32, u32, u32),
+        got: &[u16],
+        to_f32: impl Fn(u16) -> f32,
+        expected: &[f32],
+    ) {
+        let (mut diff_sq, mut ref_sq) = (self.diff_sq, self.ref_sq);
+        for (c, (&bits, &e)) in got.iter().zip(expected).enumerate() {
+            let g = to_f32(bits);
+            let diff = (g as f64 - e as f64).abs();
+            diff_sq += diff * diff;
+            ref_sq += e as f64 * e as f64;
+            // NaN: an infinite error, and the first one stays the worst (as in `add`).
+            let size = if diff.is_nan() { f64::INFINITY } else { diff };
+            if self.worst.is_none() || size > self.max_abs {
+                self.max_abs = size;
+                self.worst = Some(Worst {
+                    b,
+                    h,
+                    row,
+                    col: c as u32,
+                    got: g,
+                    expected: e,
+                });
+            }
+        }
+        self.diff_sq = diff_sq;
+        self.ref_sq = ref_sq;
+        self.compared += got.len().min(expected.len());
+    }
+
     pub fn rel_frob(&self) -> f64 {
         if self.ref_sq == 0.0 {
             return if self.diff_sq == 0.0 {
@@ -181,6 +215,36 @@ mod tests {
         s.add((0, 0, 0, 2), 1.5, 1.0);
         assert_eq!(s.worst.unwrap().col, 1);
         assert_eq!(s.violations(&Tolerance::for_dtype(Dtype::Bf16)).len(), 2);
+    }
+
+    #[test]
+    fn a_row_at_a_time_is_the_same_as_element_by_element() {
+        let to_f32 = |b: u16| crate::inputs::to_f32(Dtype::F16, b);
+        let (mut one, mut rows) = (ErrorStats::default(), ErrorStats::default());
+        for r in 0..40u32 {
+            let expected: Vec<f32> = (0..64)
+                .map(|c| ((r * 64 + c) as f32 * 0.11).cos())
+                .collect();
+            let got: Vec<u16> = expected
+                .iter()
+                .enumerate()
+                .map(|(c, &x)| match (r, c) {
+                    (7, 3) => 0x7e00, // a NaN
+                    (9, _) => crate::inputs::to_bits(Dtype::F16, x + 0.01 * c as f32),
+                    _ => crate::inputs::to_bits(Dtype::F16, x),
+                })
+                .collect();
+            for (c, (&g, &e)) in got.iter().zip(&expected).enumerate() {
+                one.add((1, 2, r, c as u32), to_f32(g), e);
+            }
+            rows.add_row((1, 2, r), &got, to_f32, &expected);
+        }
+        assert_eq!(one.diff_sq.to_bits(), rows.diff_sq.to_bits());
+        assert_eq!(one.ref_sq.to_bits(), rows.ref_sq.to_bits());
+        assert_eq!((one.max_abs, one.compared), (rows.max_abs, rows.compared));
+        let (a, b) = (one.worst.unwrap(), rows.worst.unwrap());
+        assert_eq!((a.b, a.h, a.row, a.col), (b.b, b.h, b.row, b.col));
+        assert_eq!((a.row, a.col), (7, 3), "the NaN is the worst");
     }
 
     #[test]
