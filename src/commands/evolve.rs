@@ -600,7 +600,7 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     };
     let report_path = dir.join("report.md");
-    let report = report(
+    let mut report = report(
         &config,
         &dir,
         &evaluator.describe(),
@@ -608,6 +608,15 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         on_record,
         plot_note.as_deref(),
     );
+    // Where the GPUs' time went: how much of the run each one computed, and how long it
+    // waited for compiles (the start of each generation, a new best's full gate).
+    let usage = evaluator.utilization();
+    if !usage.is_empty() {
+        report += "\n## GPU time\n\n";
+        for line in &usage {
+            report += &format!("- {line}\n");
+        }
+    }
     std::fs::write(&report_path, &report)
         .with_context(|| format!("{}: cannot write", report_path.display()))?;
 
@@ -622,6 +631,9 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         outcome.failed,
         stop_reason(outcome.stop)
     );
+    for line in &usage {
+        println!("  {line}");
+    }
     match outcome.lineage.champion() {
         Some(c) => {
             // A named node's label is its name; an unnamed one's is already its id.

@@ -320,6 +320,9 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         evaluator.device(),
         log_path.display()
     );
+    for line in evaluator.utilization() {
+        println!("  {line}");
+    }
     if let Some(b) = best {
         println!(
             "fastest: {} {:.2} µs  {}",

@@ -47,4 +47,10 @@ pub trait Evaluator {
     }
     /// One line saying what this evaluator is, for the first line of a run's output.
     fn describe(&self) -> String;
+
+    /// Lines saying where the devices' time went during the run (one per GPU), for the
+    /// end of a run's output; none for evaluators without a device.
+    fn utilization(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -271,6 +271,56 @@ pub struct Runner {
     /// Compiles the variants only the full gate needs, for a candidate about to be
     /// crowned (the screen compiles only its own and the objective's).
     late: Option<LateCompiler>,
+    /// Where this runner's time went (see [`GpuUse`]).
+    usage: GpuUse,
+}
+
+/// Where one GPU's time went during a run: from its first request to its last answer,
+/// how long its worker was answering (GREEN, FAST, a confirmation: GPU work and the
+/// checks between launches) and how long it waited while the full gate's variants of a
+/// new best compiled; the rest it waited for compiled candidates (the start of each
+/// generation, or compiling slower than the GPU).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuUse {
+    pub gpu: u32,
+    pub answers: u64,
+    pub busy: Duration,
+    pub late_compile: Duration,
+    pub span: Duration,
+    first: Option<std::time::Instant>,
+}
+
+impl GpuUse {
+    fn asked(&mut self, at: std::time::Instant, answered: std::time::Instant) {
+        let first = *self.first.get_or_insert(at);
+        self.busy += answered - at;
+        self.span = answered - first;
+        self.answers += 1;
+    }
+
+    /// The time it waited for compiled candidates.
+    pub fn waiting(&self) -> Duration {
+        self.span.saturating_sub(self.busy + self.late_compile)
+    }
+
+    /// `GPU 0: worker busy 42.0 s of 72.0 s (58%); waited 22.7 s for compiled candidates, 7.3 s for new bests' full-gate compiles`.
+    pub fn line(&self) -> String {
+        let span = self.span.as_secs_f64();
+        format!(
+            "GPU {}: worker busy {:.1} s of {:.1} s ({:.0}%, {} answers); waited {:.1} s for compiled candidates, {:.1} s for new bests' full-gate compiles",
+            self.gpu,
+            self.busy.as_secs_f64(),
+            span,
+            if span > 0.0 {
+                100.0 * self.busy.as_secs_f64() / span
+            } else {
+                0.0
+            },
+            self.answers,
+            self.waiting().as_secs_f64(),
+            self.late_compile.as_secs_f64()
+        )
+    }
 }
 
 /// Compiles the full gate's remaining variants of one candidate, when it is about to
@@ -391,7 +441,12 @@ impl Runner {
     /// warm-up, on new inputs; the confirmed figure is the one recorded.
     fn confirm(&mut self, mut request: WorkerRequest, first_us: f64) -> Evaluation {
         request.confirm = true;
-        let late_files = match self.late.as_ref().map(|l| l.complete(&mut request)) {
+        let compiling = std::time::Instant::now();
+        let late = self.late.as_ref().map(|l| l.complete(&mut request));
+        if late.is_some() {
+            self.usage.late_compile += compiling.elapsed();
+        }
+        let late_files = match late {
             None => Vec::new(),
             Some(Ok(files)) => files,
             Some(Err(log)) => {
@@ -479,6 +534,7 @@ impl Runner {
         }
         let start = std::time::Instant::now();
         let answer = worker.lines.recv_timeout(self.timeout);
+        self.usage.asked(start, std::time::Instant::now());
         tracing::debug!(
             candidate = request.name,
             ms = start.elapsed().as_secs_f64() * 1e3,
@@ -598,6 +654,10 @@ impl RunnerPool {
                 evaluated: 0,
                 best_us: None,
                 late: None,
+                usage: GpuUse {
+                    gpu,
+                    ..GpuUse::default()
+                },
             });
         }
         let (_, device, target) = models[0].clone();
@@ -617,6 +677,11 @@ impl RunnerPool {
     /// The GPUs, in the order given.
     pub fn gpus(&self) -> Vec<u32> {
         self.runners.iter().map(|r| r.gpu).collect()
+    }
+
+    /// Where each GPU's time went so far.
+    pub fn usage(&self) -> Vec<GpuUse> {
+        self.runners.iter().map(|r| r.usage).collect()
     }
 
     /// Runs prepared candidates on every GPU at once, handing each evaluation to `done`
@@ -924,6 +989,10 @@ impl Evaluator for GpuEvaluator {
         }))
     }
 
+    fn utilization(&self) -> Vec<String> {
+        self.runner.usage().iter().map(GpuUse::line).collect()
+    }
+
     fn describe(&self) -> String {
         let gpus = self.runner.gpus();
         let workers = match gpus.as_slice() {
@@ -1103,6 +1172,7 @@ mod tests {
             evaluated: 0,
             best_us: None,
             late: None,
+            usage: GpuUse::default(),
         }
     }
 
@@ -1267,6 +1337,49 @@ mod tests {
             "{requests:?}"
         );
         assert_eq!(lines_of(&dir.path().join("starts")), ["start 0", "start 1"]);
+        // Each GPU's time: its answers took 0.2 s each, all inside its span.
+        for u in pool.usage() {
+            // Its candidates and the confirmation of its first new best.
+            assert_eq!(u.answers as usize, on(u.gpu) + 1, "{u:?}");
+            assert!(
+                u.busy >= Duration::from_millis(200) * u.answers as u32,
+                "{u:?}"
+            );
+            assert!(u.span >= u.busy && u.late_compile.is_zero(), "{u:?}");
+            assert!(u.line().starts_with(&format!("GPU {}: worker busy", u.gpu)));
+        }
+    }
+
+    /// Candidates that arrive slower than the GPU answers show up as waiting time.
+    #[test]
+    fn time_spent_waiting_for_compiled_candidates_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = serde_json::to_string(&answer()).unwrap();
+        let command = stand_in(
+            dir.path(),
+            &format!("while read line; do sleep 0.05; echo '{json}'; done"),
+        );
+        let (mut pool, _, _) =
+            RunnerPool::start(&command, Some(&[0]), 0, Duration::from_secs(20)).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let feeder = std::thread::spawn(move || {
+            for i in 0..4 {
+                // A candidate compiled every 0.3 s.
+                std::thread::sleep(Duration::from_millis(300));
+                tx.send((i, Prepared::Run(request()))).unwrap();
+            }
+        });
+        let evals = pool.run_stream(rx, 4, &mut |_| {});
+        feeder.join().unwrap();
+        assert_eq!(evals.len(), 4);
+        let u = pool.usage()[0];
+        assert_eq!(
+            u.answers, 5,
+            "4 candidates and the first one's confirmation"
+        );
+        // Three gaps of about 0.25 s between answers of about 0.05 s.
+        assert!(u.waiting() >= Duration::from_millis(600), "{}", u.line());
+        assert!(u.busy < u.waiting(), "{}", u.line());
     }
 
     #[test]
