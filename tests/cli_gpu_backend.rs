@@ -101,6 +101,40 @@ fn landscape_count_sizes_a_plan_without_a_gpu() {
     );
 }
 
+/// A landscape kept gzipped is resumed from its plain text: `evo landscape` writes
+/// evaluations.jsonl from evaluations.jsonl.gz before it needs a GPU, line for line.
+#[test]
+fn landscape_resumes_from_a_gzipped_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("landscape");
+    std::fs::create_dir_all(&out).unwrap();
+    let gz = "experiments/2026-11-23-h100-landscape/evaluations.jsonl.gz";
+    std::fs::copy(gz, out.join("evaluations.jsonl.gz")).unwrap();
+    let run = evo(
+        &[
+            "landscape",
+            "--plan",
+            "experiments/2026-11-23-h100-landscape/plan.toml",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(stdout(&run).contains("resuming from"), "{}", stdout(&run));
+    let plain = std::fs::read_to_string(out.join("evaluations.jsonl")).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    assert_eq!(plain, text);
+    if !has_nvidia_driver() {
+        assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+        assert!(stderr(&run).contains("no CUDA device"), "{}", stderr(&run));
+    }
+}
+
 #[test]
 fn replay_without_a_gpu_says_so() {
     let dir = tempfile::tempdir().unwrap();

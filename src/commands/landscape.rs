@@ -142,6 +142,20 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
     })?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("{}: cannot create", args.out.display()))?;
+    // A landscape kept gzipped (as in the repository) is resumed in plain text: the new
+    // measurements are appended to it line by line.
+    let log_path = args.out.join(EVALUATIONS_FILE);
+    let gz_path = args.out.join(EVALUATIONS_GZ_FILE);
+    if !log_path.exists() && gz_path.exists() {
+        let (_, text) = read_evaluations(&args.out)?.context("read just above")?;
+        std::fs::write(&log_path, text)
+            .with_context(|| format!("{}: cannot write", log_path.display()))?;
+        println!(
+            "resuming from {}: decompressed to {} (gzip it again when the landscape is complete)",
+            gz_path.display(),
+            log_path.display()
+        );
+    }
     let gpus = args
         .gpus
         .as_deref()
@@ -172,20 +186,6 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         })?
         .to_vec();
 
-    let log_path = args.out.join(EVALUATIONS_FILE);
-    // A landscape kept gzipped (as in the repository) is resumed in plain text: the new
-    // measurements are appended to it line by line.
-    let gz_path = args.out.join(EVALUATIONS_GZ_FILE);
-    if !log_path.exists() && gz_path.exists() {
-        let (_, text) = read_evaluations(&args.out)?.context("read just above")?;
-        std::fs::write(&log_path, text)
-            .with_context(|| format!("{}: cannot write", log_path.display()))?;
-        println!(
-            "resuming from {}: decompressed to {} (gzip it again when the landscape is complete)",
-            gz_path.display(),
-            log_path.display()
-        );
-    }
     let (done, recorded_on) = measured(&args.out)?;
     if let Some(other) = recorded_on.filter(|d| *d != evaluator.device()) {
         bail!(
