@@ -261,3 +261,38 @@ fn exhaustive_walks_the_landscape_sub_space_and_a_wall_budget_runs() {
     assert!(timed.status.success(), "{}", stderr(&timed));
     assert!(stdout(&timed).contains("champion: "), "{}", stdout(&timed));
 }
+
+/// `--pipeline` is recorded in experiment.toml and the report, resumes like any
+/// experiment, and cannot be switched on for an experiment recorded without it.
+#[test]
+fn a_pipelined_search_is_recorded_and_resumed_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = tmp.path().join("exp");
+    let out = evolve(&exp, &["--budget", "48", "--seed", "4", "--pipeline"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("48 evaluations: 48 fresh"),
+        "{}",
+        stdout(&out)
+    );
+    let toml = std::fs::read_to_string(exp.join("experiment.toml")).unwrap();
+    assert!(toml.contains("pipeline = true"), "{toml}");
+    let report = std::fs::read_to_string(exp.join("report.md")).unwrap();
+    assert!(report.contains("pipelined generations"), "{report}");
+    let more = evolve(&exp, &["--budget", "64"]);
+    assert!(more.status.success(), "{}", stderr(&more));
+    assert!(
+        stdout(&more).contains("64 evaluations: 16 fresh, 48 from the cache"),
+        "{}",
+        stdout(&more)
+    );
+    let plain = tmp.path().join("plain");
+    assert!(evolve(&plain, &["--budget", "16"]).status.success());
+    let clash = evolve(&plain, &["--budget", "32", "--pipeline"]);
+    assert_eq!(clash.status.code(), Some(2));
+    assert!(
+        stderr(&clash).contains("records [evolutionary] pipeline = false, but true was given"),
+        "{}",
+        stderr(&clash)
+    );
+}

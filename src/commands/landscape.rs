@@ -265,8 +265,10 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
     let mut counts = std::collections::BTreeMap::<Status, usize>::new();
     let mut best: Option<Evaluation> = None;
     let chunks: Vec<&[Genome]> = todo.chunks(args.chunk.max(1)).collect();
-    let GpuEvaluator { compiler, runner } = &mut evaluator;
-    let compiler = &*compiler;
+    let GpuEvaluator {
+        compiler, runner, ..
+    } = &mut evaluator;
+    let compiler: &evo_worker::BatchCompiler = compiler;
     std::thread::scope(|scope| -> anyhow::Result<()> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         scope.spawn(move || {

@@ -19,6 +19,10 @@ pub struct StrategiesArgs {
     /// Candidates per generation of the evolutionary strategy.
     #[arg(long, default_value_t = 16)]
     pub population: usize,
+    /// Run the evolutionary strategy with pipelined generations (`evo evolve
+    /// --pipeline`): each generation bred from the results one generation back.
+    #[arg(long)]
+    pub pipeline: bool,
     /// Also write the result as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -32,8 +36,12 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
     }
     let mut params = EvolutionParams {
         population: args.population,
+        pipeline: args.pipeline,
         ..EvolutionParams::default()
     };
+    if args.pipeline {
+        println!("evolutionary: pipelined generations (bred from the results one generation back)");
+    }
     params.elites = params.elites.min(args.population.saturating_sub(1));
     if let Err((field, message)) = params.check() {
         bail!("--{field}: {message}");

@@ -48,6 +48,12 @@ pub trait Evaluator {
     /// One line saying what this evaluator is, for the first line of a run's output.
     fn describe(&self) -> String;
 
+    /// The batch the search will ask for next, known before this one is evaluated (a
+    /// pipelined search): an evaluator may start preparing it (compiling) while it
+    /// measures the current one. The next `evaluate_each` call must still work for any
+    /// batch; the default prepares nothing ahead.
+    fn prefetch(&mut self, _next: &[Genome]) {}
+
     /// Lines saying where the devices' time went during the run (one per GPU), for the
     /// end of a run's output; none for evaluators without a device.
     fn utilization(&self) -> Vec<String> {

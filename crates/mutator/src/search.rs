@@ -156,28 +156,81 @@ pub fn search(
     let mut rate = Rate::default();
     let mut batches = 0u32;
     let island = sinks.exchange.as_ref().map(|x| x.config().island);
+    let pipeline = config.params.pipeline;
+    // A pipelined search's next batch and its generation, bred before the current one
+    // was measured.
+    let mut pending: Option<(u32, Vec<Candidate>)> = None;
     loop {
-        if strategy.finished() {
-            outcome.stop = StopReason::Generations;
-            break;
-        }
         let max = match config.budget {
             Budget::Evaluations(n) => n.saturating_sub(outcome.evaluations),
             Budget::Wall(limit) if clock.elapsed() >= limit => 0,
             // Time is checked between evaluations, in `evaluate_batch`.
             Budget::Wall(_) => usize::MAX,
         };
-        if max == 0 {
-            outcome.stop = StopReason::Budget;
-            break;
-        }
-        let generation = strategy.generation(batches);
-        let batch = strategy.propose(&mut rng, space, &seen, max)?;
-        if batch.is_empty() {
-            outcome.stop = StopReason::SpaceExhausted;
-            break;
-        }
+        // A bred-ahead batch loses the genomes measured meanwhile (a migrant's).
+        let ready = pending.take().map(|(g, mut batch)| {
+            batch.retain(|c| !seen.contains(&c.genome.id()));
+            batch.truncate(max);
+            (g, batch)
+        });
+        let (generation, batch) = match ready.filter(|(_, b)| !b.is_empty()) {
+            Some(ready) => ready,
+            None => {
+                if strategy.finished() {
+                    outcome.stop = StopReason::Generations;
+                    break;
+                }
+                if max == 0 {
+                    outcome.stop = StopReason::Budget;
+                    break;
+                }
+                let generation = if pipeline {
+                    batches
+                } else {
+                    strategy.generation(batches)
+                };
+                let batch = strategy.propose(&mut rng, space, &seen, max)?;
+                if batch.is_empty() {
+                    outcome.stop = StopReason::SpaceExhausted;
+                    break;
+                }
+                (generation, batch)
+            }
+        };
         debug_assert!(batch.len() <= max);
+        // Pipelined: breed the following generation now, from the results measured so
+        // far (every generation before this one), and let the evaluator compile it while
+        // it measures this one. Not before anything was measured: generation 1 is bred
+        // from generation 0's results, as in the plain loop.
+        if pipeline && batches > 0 {
+            let ahead = max.saturating_sub(batch.len());
+            let next_generation = generation + 1;
+            if ahead > 0
+                && strategy
+                    .generation_limit()
+                    .is_none_or(|g| next_generation <= g)
+            {
+                let mut ahead_seen = seen.clone();
+                ahead_seen.extend(batch.iter().map(|c| c.genome.id()));
+                let next = strategy.propose(&mut rng, space, &ahead_seen, ahead)?;
+                let misses: Vec<evo_genome::Genome> = next
+                    .iter()
+                    .filter(|c| {
+                        sinks
+                            .cache
+                            .as_deref()
+                            .is_none_or(|k| k.get(&c.genome.id()).is_none())
+                    })
+                    .map(|c| c.genome)
+                    .collect();
+                if !misses.is_empty() {
+                    evaluator.prefetch(&misses);
+                }
+                if !next.is_empty() {
+                    pending = Some((next_generation, next));
+                }
+            }
+        }
         let results = evaluate_batch(
             &batch,
             evaluator,

@@ -73,6 +73,13 @@ pub struct EvolutionParams {
     pub mutation_rate: f64,
     /// Stop after this many generations (the seeds' generation is 0); none = budget only.
     pub generations: Option<u32>,
+    /// Pipelined generations: from generation 2 on, each generation is bred from the
+    /// population as it stood one generation earlier, before the generation ahead of it
+    /// is measured, so its kernels compile while the GPUs measure that one (no GPU waits
+    /// at a generation's start). Deterministic like the plain loop, but a different
+    /// search: selection sees results one generation late.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pipeline: bool,
 }
 
 impl Default for EvolutionParams {
@@ -84,6 +91,7 @@ impl Default for EvolutionParams {
             crossover_rate: 0.5,
             mutation_rate: 0.5,
             generations: None,
+            pipeline: false,
         }
     }
 }
@@ -173,6 +181,14 @@ impl Strategy {
         match self {
             Strategy::Evolutionary(e) => e.generation,
             _ => batches_done,
+        }
+    }
+
+    /// The last generation the search may run, if limited.
+    pub(crate) fn generation_limit(&self) -> Option<u32> {
+        match self {
+            Strategy::Evolutionary(e) => e.params.generations,
+            _ => None,
         }
     }
 

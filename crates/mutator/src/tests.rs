@@ -1005,3 +1005,109 @@ fn islands_take_the_best_unseen_elites_and_replay_their_intakes() {
         "{err}"
     );
 }
+
+/// Records what a pipelined search asks for ahead and then evaluates.
+struct Recording {
+    inner: LandscapeEvaluator,
+    prefetched: Vec<Vec<GenomeId>>,
+    evaluated: Vec<Vec<GenomeId>>,
+}
+
+impl Evaluator for Recording {
+    fn device(&self) -> String {
+        self.inner.device()
+    }
+    fn template_hash(&self) -> String {
+        self.inner.template_hash()
+    }
+    fn toolchain(&self) -> String {
+        self.inner.toolchain()
+    }
+    fn evaluate(&mut self, batch: &[Genome]) -> Result<Vec<Evaluation>, EvaluatorError> {
+        self.evaluated.push(batch.iter().map(|g| g.id()).collect());
+        self.inner.evaluate(batch)
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn prefetch(&mut self, next: &[Genome]) {
+        self.prefetched.push(next.iter().map(|g| g.id()).collect());
+    }
+}
+
+fn pipelined_search(
+    budget: usize,
+    seed: u64,
+    generations: Option<u32>,
+) -> (SearchOutcome, Recording) {
+    let landscape = Landscape::load(&fixture_dir()).unwrap();
+    let mut evaluator = Recording {
+        inner: LandscapeEvaluator::new(landscape.clone()),
+        prefetched: Vec::new(),
+        evaluated: Vec::new(),
+    };
+    let mut config = config(
+        StrategyKind::Evolutionary,
+        Budget::Evaluations(budget),
+        seed,
+    );
+    config.params.pipeline = true;
+    config.params.generations = generations;
+    let out = search(
+        &config,
+        landscape.space(),
+        &mut evaluator,
+        Sinks::default(),
+        &WallClock::start(),
+    )
+    .unwrap();
+    (out, evaluator)
+}
+
+/// The pipelined search: each batch from generation 2 on was announced to the evaluator
+/// (prefetch) one batch ahead, exactly as it was then evaluated; the budget is exact,
+/// generations are numbered in order, no genome is evaluated twice, and the same seed
+/// gives the same lineage.
+#[test]
+fn a_pipelined_search_announces_each_generation_one_ahead() {
+    let (out, rec) = pipelined_search(100, 5, None);
+    assert_eq!(out.evaluations, 100);
+    assert_eq!(out.stop, StopReason::Budget);
+    let evaluated: Vec<GenomeId> = rec.evaluated.iter().flatten().cloned().collect();
+    let distinct: HashSet<&GenomeId> = evaluated.iter().collect();
+    assert_eq!((evaluated.len(), distinct.len()), (100, 100));
+    // Generation 0 and 1 are bred after the one before them was measured; from then on
+    // batch k + 1 was announced while batch k was still to be evaluated.
+    assert!(rec.evaluated.len() >= 4, "{}", rec.evaluated.len());
+    assert_eq!(rec.prefetched.len(), rec.evaluated.len() - 2);
+    for (k, ahead) in rec.prefetched.iter().enumerate() {
+        assert_eq!(ahead, &rec.evaluated[k + 2], "batch {}", k + 2);
+    }
+    let generations: Vec<u32> = out.lineage.nodes().map(|n| n.generation).collect();
+    let last = *generations.iter().max().unwrap();
+    assert_eq!(last as usize, rec.evaluated.len() - 1);
+    let (again, _) = pipelined_search(100, 5, None);
+    assert_eq!(out.lineage.to_json(), again.lineage.to_json());
+    let (plain, _) = {
+        let landscape = Landscape::load(&fixture_dir()).unwrap();
+        let mut e = LandscapeEvaluator::new(landscape.clone());
+        let out = search(
+            &config(StrategyKind::Evolutionary, Budget::Evaluations(100), 5),
+            landscape.space(),
+            &mut e,
+            Sinks::default(),
+            &WallClock::start(),
+        )
+        .unwrap();
+        (out, ())
+    };
+    assert_ne!(
+        out.lineage.to_json(),
+        plain.lineage.to_json(),
+        "pipelining breeds from older results: another search"
+    );
+    // A generation limit holds for the batches bred ahead too.
+    let (limited, rec) = pipelined_search(1000, 5, Some(3));
+    assert_eq!(limited.stop, StopReason::Generations);
+    assert_eq!(rec.evaluated.len(), 4, "generations 0 to 3");
+}

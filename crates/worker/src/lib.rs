@@ -17,7 +17,7 @@ use anyhow::{bail, Context};
 use evo_codegen::Toolchain;
 use evo_gates::compile::{compile_all, resources, variants_for, BuiltVariant, KernelSource};
 use evo_gates::{Case, Evaluation, Resources, Status};
-use evo_genome::{Dtype, Genome, HeadDim, Problem, Target};
+use evo_genome::{Dtype, Genome, GenomeId, HeadDim, Problem, Target};
 use evo_mutator::{Evaluator, EvaluatorError};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The first line a worker writes: which device it holds, or why it holds none.
@@ -242,8 +242,66 @@ impl Drop for Worker {
 /// The search's evaluator on real GPUs: a compiler and the workers, kept apart so
 /// that one batch can compile (`&BatchCompiler`) while another runs (`&mut RunnerPool`).
 pub struct GpuEvaluator {
-    pub compiler: BatchCompiler,
+    pub compiler: Arc<BatchCompiler>,
     pub runner: RunnerPool,
+    /// The next batch, compiling in the background since the search announced it
+    /// ([`Evaluator::prefetch`]).
+    pub ahead: Option<Ahead>,
+}
+
+/// A batch compiling ahead of its turn: its genomes and their compiled candidates as
+/// they come (index in the batch, candidate).
+pub struct Ahead {
+    ids: Vec<GenomeId>,
+    compiled: Receiver<(usize, Prepared)>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Ahead {
+    /// Starts compiling `batch` on the compile threads, each candidate sent as soon as
+    /// it is compiled.
+    fn start(compiler: Arc<BatchCompiler>, batch: &[Genome]) -> Ahead {
+        let (tx, compiled) = mpsc::channel();
+        let genomes = batch.to_vec();
+        let thread = std::thread::spawn(move || {
+            genomes
+                .par_iter()
+                .enumerate()
+                .for_each_with(tx, |tx, (i, genome)| {
+                    let prepared = compiler.compile_batch(std::slice::from_ref(genome));
+                    let prepared = prepared.into_iter().next().expect("one genome in, one out");
+                    // The receiver lives until this thread is joined.
+                    let _ = tx.send((i, prepared));
+                });
+        });
+        Ahead {
+            ids: batch.iter().map(|g| g.id()).collect(),
+            compiled,
+            thread,
+        }
+    }
+
+    /// A batch that will not be asked for: waits for its compiles, removes their files.
+    fn discard(self) {
+        let Ahead {
+            compiled, thread, ..
+        } = self;
+        let _ = thread.join();
+        for (_, p) in compiled.try_iter() {
+            if let Prepared::Run(request) = p {
+                remove_files(&request.variants);
+            }
+        }
+    }
+}
+
+impl Drop for GpuEvaluator {
+    /// A batch announced but never asked for (the budget ran out) leaves no files.
+    fn drop(&mut self) {
+        if let Some(ahead) = self.ahead.take() {
+            ahead.discard();
+        }
+    }
 }
 
 /// Compiles batches for the worker; shared between threads.
@@ -416,13 +474,14 @@ impl GpuEvaluator {
         }
         Ok(GpuEvaluator {
             runner,
-            compiler: BatchCompiler {
+            ahead: None,
+            compiler: Arc::new(BatchCompiler {
                 plan,
                 toolchain,
                 device,
                 target,
                 prepared: AtomicUsize::new(0),
-            },
+            }),
         })
     }
 
@@ -963,11 +1022,32 @@ impl Evaluator for GpuEvaluator {
         self.evaluate_each(batch, &mut |_| {})
     }
 
+    fn prefetch(&mut self, next: &[Genome]) {
+        if let Some(old) = self.ahead.take() {
+            old.discard();
+        }
+        self.ahead = Some(Ahead::start(self.compiler.clone(), next));
+    }
+
     fn evaluate_each(
         &mut self,
         batch: &[Genome],
         done: &mut dyn FnMut(&Evaluation),
     ) -> Result<Vec<Evaluation>, EvaluatorError> {
+        let ids: Vec<GenomeId> = batch.iter().map(|g| g.id()).collect();
+        match self.ahead.take() {
+            // Announced and compiling (or compiled) since the last batch ran.
+            Some(ahead) if ahead.ids == ids => {
+                let Ahead {
+                    compiled, thread, ..
+                } = ahead;
+                let evals = self.runner.run_stream(compiled, batch.len(), done);
+                let _ = thread.join();
+                return Ok(evals);
+            }
+            Some(other) => other.discard(),
+            None => {}
+        }
         // Every GPU starts on the first candidates compiled while the rest compile, so
         // NVRTC and the GPU work at the same time.
         let compiler = &self.compiler;
@@ -1464,13 +1544,14 @@ mod tests {
         };
         let mut evaluator = GpuEvaluator {
             runner,
-            compiler: BatchCompiler {
+            compiler: Arc::new(BatchCompiler {
                 plan,
                 toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
                 device,
                 target: target.unwrap(),
                 prepared: AtomicUsize::new(0),
-            },
+            }),
+            ahead: None,
         };
         let batch: Vec<Genome> = ["champion-h100-seed", "fa2", "v7a", "phase6", "v6a", "v5"]
             .iter()
@@ -1502,5 +1583,103 @@ mod tests {
         assert!(evaluator
             .describe()
             .contains("2 child workers, one per GPU (0,1)"));
+    }
+
+    fn named(names: &[&str]) -> Vec<Genome> {
+        names
+            .iter()
+            .map(|n| {
+                evo_genome::GenomeFile::load(
+                    &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../genomes/{n}.toml")),
+                )
+                .unwrap()
+                .genes
+            })
+            .collect()
+    }
+
+    fn cubins_in(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "cubin")
+            })
+            .count()
+    }
+
+    /// A pipelined search announces its next batch: it compiles in the background before
+    /// it is asked for, then runs from what was compiled; an announced batch that is not
+    /// asked for after all leaves no CUBIN behind.
+    #[test]
+    fn a_batch_announced_ahead_compiles_before_it_is_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let cubins = dir.path().join("cubins");
+        std::fs::create_dir_all(&cubins).unwrap();
+        let json = serde_json::to_string(&answer()).unwrap();
+        let requests = dir.path().join("requests");
+        let script = format!(
+            "while read line; do echo \"$line\" >> {}; echo '{json}'; done",
+            requests.display()
+        );
+        let (runner, device, target) = RunnerPool::start(
+            &stand_in(dir.path(), &script),
+            Some(&[0]),
+            0,
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        let plan = GpuPlan {
+            green_cases: Vec::new(),
+            full_gate: Vec::new(),
+            objective: vec![Problem::seed()],
+            seed: 0,
+            timeout: Duration::from_secs(20),
+            cubin_dir: cubins.clone(),
+            plant: None,
+        };
+        let mut evaluator = GpuEvaluator {
+            runner,
+            compiler: Arc::new(BatchCompiler {
+                plan,
+                toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
+                device,
+                target: target.unwrap(),
+                prepared: AtomicUsize::new(0),
+            }),
+            ahead: None,
+        };
+        let a = named(&["fa2", "v6a"]);
+        evaluator.prefetch(&a);
+        // Both compile with no evaluate call: in the background.
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while cubins_in(&cubins) < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nothing compiled ahead"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let evals = evaluator.evaluate_each(&a, &mut |_| {}).unwrap();
+        assert_eq!(evals.len(), 2);
+        assert!(evaluator.ahead.is_none());
+        let asked = lines_of(&requests).join("\n");
+        for g in &a {
+            assert!(asked.contains(&g.id().to_string()), "{asked}");
+        }
+        // Announced, then another batch asked for: the other one runs, and the
+        // announced batch's CUBINs are gone with the run's own.
+        evaluator.prefetch(&named(&["v5", "champion-h100-seed"]));
+        let c = named(&["v3"]);
+        let evals = evaluator.evaluate_each(&c, &mut |_| {}).unwrap();
+        assert_eq!(evals.len(), 1);
+        assert!(lines_of(&requests)
+            .last()
+            .unwrap()
+            .contains(&c[0].id().to_string()));
+        assert_eq!(cubins_in(&cubins), 0, "CUBINs left behind");
     }
 }
