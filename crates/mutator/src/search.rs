@@ -223,7 +223,9 @@ pub fn search(
                     })
                     .map(|c| c.genome)
                     .collect();
-                if !misses.is_empty() {
+                // Under a wall budget the batch is cut into chunks by the measured rate,
+                // so what is asked for would not be the batch announced.
+                if !misses.is_empty() && matches!(config.budget, Budget::Evaluations(_)) {
                     evaluator.prefetch(&misses);
                 }
                 if !next.is_empty() {
