@@ -244,10 +244,14 @@ impl Drop for Worker {
 pub struct GpuEvaluator {
     pub compiler: Arc<BatchCompiler>,
     pub runner: RunnerPool,
-    /// The next batch, compiling in the background since the search announced it
-    /// ([`Evaluator::prefetch`]).
-    pub ahead: Option<Ahead>,
+    /// Batches compiling in the background since the search announced them
+    /// ([`Evaluator::prefetch`]), oldest first: a pipelined search announces batch k + 1
+    /// before it asks for batch k, announced one round earlier.
+    pub ahead: std::collections::VecDeque<Ahead>,
 }
+
+/// Announced batches kept at most: the one about to be asked for and the one after it.
+const AHEAD: usize = 2;
 
 /// A batch compiling ahead of its turn: its genomes and their compiled candidates as
 /// they come (index in the batch, candidate).
@@ -298,7 +302,7 @@ impl Ahead {
 impl Drop for GpuEvaluator {
     /// A batch announced but never asked for (the budget ran out) leaves no files.
     fn drop(&mut self) {
-        if let Some(ahead) = self.ahead.take() {
+        for ahead in self.ahead.drain(..) {
             ahead.discard();
         }
     }
@@ -474,7 +478,7 @@ impl GpuEvaluator {
         }
         Ok(GpuEvaluator {
             runner,
-            ahead: None,
+            ahead: Default::default(),
             compiler: Arc::new(BatchCompiler {
                 plan,
                 toolchain,
@@ -1023,10 +1027,13 @@ impl Evaluator for GpuEvaluator {
     }
 
     fn prefetch(&mut self, next: &[Genome]) {
-        if let Some(old) = self.ahead.take() {
-            old.discard();
+        while self.ahead.len() >= AHEAD {
+            if let Some(stale) = self.ahead.pop_front() {
+                stale.discard();
+            }
         }
-        self.ahead = Some(Ahead::start(self.compiler.clone(), next));
+        self.ahead
+            .push_back(Ahead::start(self.compiler.clone(), next));
     }
 
     fn evaluate_each(
@@ -1035,18 +1042,18 @@ impl Evaluator for GpuEvaluator {
         done: &mut dyn FnMut(&Evaluation),
     ) -> Result<Vec<Evaluation>, EvaluatorError> {
         let ids: Vec<GenomeId> = batch.iter().map(|g| g.id()).collect();
-        match self.ahead.take() {
-            // Announced and compiling (or compiled) since the last batch ran.
-            Some(ahead) if ahead.ids == ids => {
-                let Ahead {
-                    compiled, thread, ..
-                } = ahead;
-                let evals = self.runner.run_stream(compiled, batch.len(), done);
-                let _ = thread.join();
-                return Ok(evals);
+        // Announced and compiling (or compiled) since then: batches announced before
+        // it were not asked for and are dropped; those announced after it stay.
+        if let Some(at) = self.ahead.iter().position(|a| a.ids == ids) {
+            for stale in self.ahead.drain(..at).collect::<Vec<_>>() {
+                stale.discard();
             }
-            Some(other) => other.discard(),
-            None => {}
+            let Ahead {
+                compiled, thread, ..
+            } = self.ahead.pop_front().expect("found above");
+            let evals = self.runner.run_stream(compiled, batch.len(), done);
+            let _ = thread.join();
+            return Ok(evals);
         }
         // Every GPU starts on the first candidates compiled while the rest compile, so
         // NVRTC and the GPU work at the same time.
@@ -1551,7 +1558,7 @@ mod tests {
                 target: target.unwrap(),
                 prepared: AtomicUsize::new(0),
             }),
-            ahead: None,
+            ahead: Default::default(),
         };
         let batch: Vec<Genome> = ["champion-h100-seed", "fa2", "v7a", "phase6", "v6a", "v5"]
             .iter()
@@ -1650,11 +1657,17 @@ mod tests {
                 target: target.unwrap(),
                 prepared: AtomicUsize::new(0),
             }),
-            ahead: None,
+            ahead: Default::default(),
         };
-        let a = named(&["fa2", "v6a"]);
-        evaluator.prefetch(&a);
-        // Both compile with no evaluate call: in the background.
+        // The search's order: batch k + 1 is announced before batch k is asked for.
+        let (b0, b1, b2, b3) = (
+            named(&["v3"]),
+            named(&["fa2", "v6a"]),
+            named(&["v5", "champion-h100-seed"]),
+            named(&["phase6"]),
+        );
+        evaluator.prefetch(&b1);
+        // b1 compiles with no evaluate call: in the background.
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         while cubins_in(&cubins) < 2 {
             assert!(
@@ -1663,23 +1676,23 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        let evals = evaluator.evaluate_each(&a, &mut |_| {}).unwrap();
-        assert_eq!(evals.len(), 2);
-        assert!(evaluator.ahead.is_none());
+        // Asking for another batch meanwhile leaves b1 announced.
+        assert_eq!(evaluator.evaluate_each(&b0, &mut |_| {}).unwrap().len(), 1);
+        assert_eq!(evaluator.ahead.len(), 1);
+        evaluator.prefetch(&b2);
+        assert_eq!(evaluator.evaluate_each(&b1, &mut |_| {}).unwrap().len(), 2);
+        assert_eq!(evaluator.ahead.len(), 1, "b2 stays announced");
         let asked = lines_of(&requests).join("\n");
-        for g in &a {
+        for g in b0.iter().chain(&b1) {
             assert!(asked.contains(&g.id().to_string()), "{asked}");
         }
-        // Announced, then another batch asked for: the other one runs, and the
-        // announced batch's CUBINs are gone with the run's own.
-        evaluator.prefetch(&named(&["v5", "champion-h100-seed"]));
-        let c = named(&["v3"]);
-        let evals = evaluator.evaluate_each(&c, &mut |_| {}).unwrap();
-        assert_eq!(evals.len(), 1);
+        // b2 is never asked for: b3 runs, and b2's CUBINs go when the evaluator does.
+        assert_eq!(evaluator.evaluate_each(&b3, &mut |_| {}).unwrap().len(), 1);
         assert!(lines_of(&requests)
             .last()
             .unwrap()
-            .contains(&c[0].id().to_string()));
+            .contains(&b3[0].id().to_string()));
+        drop(evaluator);
         assert_eq!(cubins_in(&cubins), 0, "CUBINs left behind");
     }
 }
