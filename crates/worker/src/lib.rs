@@ -502,17 +502,21 @@ impl Runner {
     /// A new best passes the full gate before it is crowned: the full GREEN (fixed and
     /// drawn cases) and a verified FAST re-timed alone, with more repeats and a longer
     /// warm-up, on new inputs; the confirmed figure is the one recorded.
-    fn confirm(&mut self, mut request: WorkerRequest, first_us: f64) -> Evaluation {
-        request.confirm = true;
+    fn confirm(&mut self, request: WorkerRequest, first_us: f64) -> Evaluation {
         let compiling = std::time::Instant::now();
-        let late = self.late.as_ref().map(|l| l.complete(&mut request));
-        if late.is_some() {
+        let compiled = late_compile(self.late.clone(), request);
+        if self.late.is_some() {
             self.usage.late_compile += compiling.elapsed();
         }
-        let late_files = match late {
-            None => Vec::new(),
-            Some(Ok(files)) => files,
-            Some(Err(log)) => {
+        self.confirm_compiled(compiled, first_us)
+    }
+
+    /// The confirmation once its full-gate variants are compiled ([`late_compile`]).
+    fn confirm_compiled(&mut self, compiled: LateCompiled, first_us: f64) -> Evaluation {
+        let LateCompiled { mut request, files } = compiled;
+        let late_files = match files {
+            Ok(files) => files,
+            Err(log) => {
                 return Evaluation {
                     resources: request.resources,
                     ..Evaluation::failed(
@@ -675,6 +679,131 @@ impl Runner {
     }
 }
 
+/// A new best's request with the full gate's variants added (or why they did not
+/// compile), ready for its confirmation run.
+struct LateCompiled {
+    request: WorkerRequest,
+    files: Result<Vec<VariantFile>, String>,
+}
+
+/// Compiles what a new best's full gate needs beyond its screen (nothing without a
+/// late compiler); may run on a thread of its own while the GPU goes on.
+fn late_compile(late: Option<LateCompiler>, mut request: WorkerRequest) -> LateCompiled {
+    request.confirm = true;
+    let files = match late {
+        None => Ok(Vec::new()),
+        Some(l) => l.complete(&mut request),
+    };
+    LateCompiled { request, files }
+}
+
+/// A new best waiting for its full-gate compile, in a runner's stream.
+struct Confirming {
+    index: usize,
+    first_us: f64,
+    /// The screen's CUBINs, removed once the confirmation has run.
+    screening: Vec<VariantFile>,
+    compile: std::thread::JoinHandle<LateCompiled>,
+}
+
+impl Runner {
+    /// One runner's share of a stream: candidates as they arrive, each new best's
+    /// full-gate variants compiled on a thread of their own while this GPU goes on with
+    /// the next candidates, its confirmation run as soon as they are ready (so the GPU
+    /// does not wait for that compile unless it has nothing else to do). A candidate
+    /// screened meanwhile is confirmed when it beats the confirmed best, as always: it
+    /// may be one the pending confirmation would have made unnecessary, never one it
+    /// leaves unconfirmed. Before any best is confirmed, confirmations run in turn.
+    fn run_stream_lane(
+        &mut self,
+        source: &Mutex<Receiver<(usize, Prepared)>>,
+        results: &mpsc::Sender<(usize, Evaluation)>,
+    ) {
+        let mut confirming: std::collections::VecDeque<Confirming> = Default::default();
+        let mut open = true;
+        loop {
+            while confirming
+                .front()
+                .is_some_and(|c| c.compile.is_finished() || !open)
+            {
+                let c = confirming.pop_front().expect("checked above");
+                let waited = std::time::Instant::now();
+                let compiled = c.compile.join().expect("a late compile does not panic");
+                if !open {
+                    self.usage.late_compile += waited.elapsed();
+                }
+                let mut eval = self.confirm_compiled(compiled, c.first_us);
+                remove_files(&c.screening);
+                eval.device_index = Some(self.gpu);
+                if results.send((c.index, eval)).is_err() {
+                    return;
+                }
+            }
+            if !open {
+                return;
+            }
+            let next = {
+                let source = source.lock().expect("no thread panics holding it");
+                if confirming.is_empty() {
+                    source.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                } else {
+                    let waited = std::time::Instant::now();
+                    let next = source.recv_timeout(Duration::from_millis(10));
+                    if next.is_err() {
+                        self.usage.late_compile += waited.elapsed();
+                    }
+                    next
+                }
+            };
+            let (index, prepared) = match next {
+                Ok(item) => item,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => {
+                    open = false;
+                    continue;
+                }
+            };
+            let eval = match prepared {
+                Prepared::Done(eval) => eval,
+                Prepared::Run(mut request) => {
+                    request.seed = self.seed.wrapping_add(self.evaluated % SEED_POOL);
+                    self.evaluated += 1;
+                    let mut eval = self.ask(&request);
+                    match eval.score_us.filter(|&us| self.beats_best(us)) {
+                        // No confirmed best yet: every candidate would beat it until the
+                        // first confirmation is in, so that one runs before the next.
+                        Some(first_us) if self.best_us.is_none() => {
+                            let mut eval = self.confirm(request.clone(), first_us);
+                            remove_files(&request.variants);
+                            eval.device_index = Some(self.gpu);
+                            eval
+                        }
+                        Some(first_us) => {
+                            let late = self.late.clone();
+                            let screening = request.variants.clone();
+                            confirming.push_back(Confirming {
+                                index,
+                                first_us,
+                                screening,
+                                compile: std::thread::spawn(move || late_compile(late, request)),
+                            });
+                            continue;
+                        }
+                        None => {
+                            remove_files(&request.variants);
+                            eval.device_index = Some(self.gpu);
+                            eval
+                        }
+                    }
+                }
+            };
+            if results.send((index, eval)).is_err() {
+                return;
+            }
+        }
+    }
+}
+
 /// One [`Runner`] per GPU; a batch's candidates go to whichever is free.
 pub struct RunnerPool {
     runners: Vec<Runner>,
@@ -781,15 +910,7 @@ impl RunnerPool {
             for runner in &mut self.runners {
                 let tx = tx.clone();
                 let source = &source;
-                scope.spawn(move || loop {
-                    let next = source.lock().expect("no thread panics holding it").recv();
-                    let Ok((i, p)) = next else { break };
-                    let eval = runner.run_prepared(vec![p], &mut |_| {});
-                    let eval = eval.into_iter().next().expect("one candidate, one answer");
-                    if tx.send((i, eval)).is_err() {
-                        break;
-                    }
-                });
+                scope.spawn(move || runner.run_stream_lane(source, &tx));
             }
             drop(tx);
             for (i, eval) in rx {
@@ -1355,6 +1476,84 @@ mod tests {
         r.run_prepared(vec![Prepared::Run(request())], &mut |_| seen += 1);
         assert_eq!(seen, 1, "each evaluation is handed over as it completes");
         assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 3);
+    }
+
+    /// A new best's full-gate variants compile on a thread of their own: the GPU goes on
+    /// with the next candidates meanwhile, and the confirmation runs once they are ready
+    /// (every new best is still confirmed, with the full gate's variants).
+    #[test]
+    fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
+        let dir = tempfile::tempdir().unwrap();
+        let cubins = dir.path().join("cubins");
+        std::fs::create_dir_all(&cubins).unwrap();
+        let log = dir.path().join("requests");
+        let json = serde_json::to_string(&answer()).unwrap();
+        let script = format!(
+            "while read line; do echo \"$line\" >> {}; sleep 0.05; echo '{json}'; done",
+            log.display()
+        );
+        let (mut pool, _, _) = RunnerPool::start(
+            &stand_in(dir.path(), &script),
+            Some(&[0]),
+            0,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        // A confirmed best exists, so confirmations overlap (the first one runs in turn).
+        pool.runners[0].best_us = Some(100.0);
+        pool.runners[0].late = Some(LateCompiler {
+            toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
+            target: Target::Sm90,
+            cubin_dir: cubins.clone(),
+        });
+        // The first candidate's full gate needs two variants it lacks (a real compile);
+        // the others need none.
+        let fa2 = evo_genome::GenomeFile::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/fa2.toml"),
+        )
+        .unwrap()
+        .genes;
+        let first = WorkerRequest {
+            genome: fa2,
+            full_gate: evo_gates::GreenSuite::Quick.cases(),
+            ..request()
+        };
+        let (tx, rx) = mpsc::channel();
+        tx.send((0, Prepared::Run(first))).unwrap();
+        for i in 1..4 {
+            tx.send((i, Prepared::Run(request()))).unwrap();
+        }
+        drop(tx);
+        let evals = pool.run_stream(rx, 4, &mut |_| {});
+        assert_eq!(evals.len(), 4);
+        assert!(
+            evals[0].detail.contains("re-timed before crowning"),
+            "{}",
+            evals[0].detail
+        );
+        let lines = lines_of(&log);
+        let confirms: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].contains("\"confirm\":true"))
+            .collect();
+        assert!(!confirms.is_empty(), "{lines:?}");
+        let fa2_confirm = confirms
+            .iter()
+            .copied()
+            .find(|&i| lines[i].contains(&fa2.id().to_string()))
+            .expect("the new best was confirmed");
+        assert!(
+            lines[fa2_confirm].contains("-d128-bf16.cubin"),
+            "confirmed with the full gate's variants: {}",
+            lines[fa2_confirm]
+        );
+        let screens_before = (0..fa2_confirm)
+            .filter(|&i| !lines[i].contains("\"confirm\":true"))
+            .count();
+        assert_eq!(
+            screens_before, 4,
+            "every candidate was screened while the full gate compiled: {lines:?}"
+        );
+        assert_eq!(cubins_in(&cubins), 0, "the full gate's CUBINs are removed");
     }
 
     /// A stand-in worker command: greets as `other GPU` when pinned to GPU 7, else as
