@@ -162,6 +162,20 @@ fn watchdog(
     });
 }
 
+/// The GREEN table on stdout (timing rows left out) and, if asked, all rows as JSON.
+fn report_rows(rows: &[Row], json: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let green_rows: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.verdict != "timed")
+        .cloned()
+        .collect();
+    print!("{}", green_table(&green_rows));
+    if let Some(path) = json {
+        write_rows(path, rows)?;
+    }
+    Ok(())
+}
+
 /// The gate's JSON: one object per kernel × case (and timing).
 fn write_rows(path: &std::path::Path, rows: &[Row]) -> anyhow::Result<()> {
     std::fs::write(path, serde_json::to_string_pretty(rows)?)
@@ -538,15 +552,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
     }
     let rows = rows.lock().expect("rows").clone();
 
-    let green_rows: Vec<Row> = rows
-        .iter()
-        .filter(|r| r.verdict != "timed")
-        .cloned()
-        .collect();
-    print!("{}", green_table(&green_rows));
-    if let Some(path) = &args.json {
-        write_rows(path, &rows)?;
-    }
+    report_rows(&rows, args.json.as_deref())?;
     eprintln!("GPU part {:.1} s", gpu_start.elapsed().as_secs_f64());
     if !failed.is_empty() {
         bail!(
@@ -659,22 +665,12 @@ fn run_shards(exe: &std::path::Path, argv: &[String], gpus: &[u32]) -> anyhow::R
 /// `evo gate --gpus 0,1,...`: one `evo gate --shard K/N` process per GPU (each pinned by
 /// CUDA_VISIBLE_DEVICES, with its own watchdog), their rows merged in list order.
 fn run_on_gpus(args: &GateArgs, gpus: &[u32]) -> anyhow::Result<()> {
-    // One model: the rows of two models would not compare.
     let mut models = Vec::new();
     for &g in gpus {
         let device = Device::open(g as usize).with_context(|| format!("GPU {g}"))?;
         models.push((g, device.name().to_string()));
     }
-    if models.iter().any(|(_, m)| *m != models[0].1) {
-        bail!(
-            "one gate runs on one GPU model, or its timings would not compare ({}); pick GPUs of one model with --gpus",
-            models
-                .iter()
-                .map(|(g, m)| format!("GPU {g}: {m}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    evo_worker::require_one_model("gate", &models)?;
     let exe = std::env::current_exe().context("cannot find the evo executable")?;
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let n = gpus.len();
@@ -693,15 +689,7 @@ fn run_on_gpus(args: &GateArgs, gpus: &[u32]) -> anyhow::Result<()> {
         broken,
     } = run_shards(&exe, &argv, gpus)?;
     rows.sort_by_key(|r| r.position);
-    let green_rows: Vec<Row> = rows
-        .iter()
-        .filter(|r| r.verdict != "timed")
-        .cloned()
-        .collect();
-    print!("{}", green_table(&green_rows));
-    if let Some(path) = &args.json {
-        write_rows(path, &rows)?;
-    }
+    report_rows(&rows, args.json.as_deref())?;
     let mut failed: Vec<String> = Vec::new();
     for r in rows
         .iter()

@@ -89,18 +89,30 @@ pub struct ErrorStats {
 impl ErrorStats {
     pub fn add(&mut self, at: (u32, u32, u32, u32), got: f32, expected: f32) {
         let diff = (got as f64 - expected as f64).abs();
-        // A NaN counts as an infinite error; the first one stays the worst.
-        let size = if diff.is_nan() { f64::INFINITY } else { diff };
         self.diff_sq += diff * diff;
         self.ref_sq += expected as f64 * expected as f64;
         self.compared += 1;
+        self.track_worst(at, diff, got, expected);
+    }
+
+    /// Keeps the element with the largest error. A NaN counts as an infinite error;
+    /// the first one stays the worst.
+    #[inline]
+    fn track_worst(
+        &mut self,
+        (b, h, row, col): (u32, u32, u32, u32),
+        diff: f64,
+        got: f32,
+        expected: f32,
+    ) {
+        let size = if diff.is_nan() { f64::INFINITY } else { diff };
         if self.worst.is_none() || size > self.max_abs {
             self.max_abs = size;
             self.worst = Some(Worst {
-                b: at.0,
-                h: at.1,
-                row: at.2,
-                col: at.3,
+                b,
+                h,
+                row,
+                col,
                 got,
                 expected,
             });
@@ -122,19 +134,7 @@ impl ErrorStats {
             let diff = (g as f64 - e as f64).abs();
             diff_sq += diff * diff;
             ref_sq += e as f64 * e as f64;
-            // NaN: an infinite error, and the first one stays the worst (as in `add`).
-            let size = if diff.is_nan() { f64::INFINITY } else { diff };
-            if self.worst.is_none() || size > self.max_abs {
-                self.max_abs = size;
-                self.worst = Some(Worst {
-                    b,
-                    h,
-                    row,
-                    col: c as u32,
-                    got: g,
-                    expected: e,
-                });
-            }
+            self.track_worst((b, h, row, c as u32), diff, g, e);
         }
         self.diff_sq = diff_sq;
         self.ref_sq = ref_sq;

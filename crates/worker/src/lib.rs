@@ -183,6 +183,22 @@ pub fn parse_gpus(spec: &str) -> anyhow::Result<Vec<u32>> {
     Ok(gpus)
 }
 
+/// Refuses GPUs of more than one model (`(ordinal, device name)`): the timings of a
+/// `what` (a search, a gate) on two models would not compare.
+pub fn require_one_model(what: &str, models: &[(u32, String)]) -> anyhow::Result<()> {
+    if models.iter().any(|(_, m)| *m != models[0].1) {
+        let list = models
+            .iter()
+            .map(|(g, m)| format!("GPU {g}: {m}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        bail!(
+            "one {what} runs on one GPU model, or its timings would not compare ({list}); pick GPUs of one model with --gpus"
+        );
+    }
+    Ok(())
+}
+
 /// A running `evo worker` child and the channel its stdout lines arrive on.
 struct Worker {
     child: Child,
@@ -651,6 +667,20 @@ impl Runner {
         }
     }
 
+    /// The screen of one candidate: its seed from the pool, then its answer.
+    fn screen(&mut self, request: &mut WorkerRequest) -> Evaluation {
+        request.seed = self.seed.wrapping_add(self.evaluated % SEED_POOL);
+        self.evaluated += 1;
+        self.ask(request)
+    }
+
+    /// A candidate's last evaluation: its screen's CUBINs removed, its GPU recorded.
+    fn settle(&self, mut eval: Evaluation, screening: &[VariantFile]) -> Evaluation {
+        remove_files(screening);
+        eval.device_index = Some(self.gpu);
+        eval
+    }
+
     /// Runs prepared candidates through the worker, one at a time, in order, handing
     /// each evaluation to `done` as soon as it exists.
     pub fn run_prepared(
@@ -663,15 +693,11 @@ impl Runner {
             .map(|p| match p {
                 Prepared::Done(eval) => eval,
                 Prepared::Run(mut request) => {
-                    request.seed = self.seed.wrapping_add(self.evaluated % SEED_POOL);
-                    self.evaluated += 1;
-                    let mut eval = self.ask(&request);
+                    let mut eval = self.screen(&mut request);
                     if let Some(first) = eval.score_us.filter(|&us| self.beats_best(us)) {
                         eval = self.confirm(request.clone(), first);
                     }
-                    remove_files(&request.variants);
-                    eval.device_index = Some(self.gpu);
-                    eval
+                    self.settle(eval, &request.variants)
                 }
             })
             .inspect(|eval| done(eval))
@@ -732,9 +758,8 @@ impl Runner {
                 if !open {
                     self.usage.late_compile += waited.elapsed();
                 }
-                let mut eval = self.confirm_compiled(compiled, c.first_us);
-                remove_files(&c.screening);
-                eval.device_index = Some(self.gpu);
+                let eval = self.confirm_compiled(compiled, c.first_us);
+                let eval = self.settle(eval, &c.screening);
                 if results.send((c.index, eval)).is_err() {
                     return;
                 }
@@ -766,17 +791,13 @@ impl Runner {
             let eval = match prepared {
                 Prepared::Done(eval) => eval,
                 Prepared::Run(mut request) => {
-                    request.seed = self.seed.wrapping_add(self.evaluated % SEED_POOL);
-                    self.evaluated += 1;
-                    let mut eval = self.ask(&request);
+                    let eval = self.screen(&mut request);
                     match eval.score_us.filter(|&us| self.beats_best(us)) {
                         // No confirmed best yet: every candidate would beat it until the
                         // first confirmation is in, so that one runs before the next.
                         Some(first_us) if self.best_us.is_none() => {
-                            let mut eval = self.confirm(request.clone(), first_us);
-                            remove_files(&request.variants);
-                            eval.device_index = Some(self.gpu);
-                            eval
+                            let eval = self.confirm(request.clone(), first_us);
+                            self.settle(eval, &request.variants)
                         }
                         Some(first_us) => {
                             let late = self.late.clone();
@@ -789,11 +810,7 @@ impl Runner {
                             });
                             continue;
                         }
-                        None => {
-                            remove_files(&request.variants);
-                            eval.device_index = Some(self.gpu);
-                            eval
-                        }
+                        None => self.settle(eval, &request.variants),
                     }
                 }
             };
@@ -853,16 +870,8 @@ impl RunnerPool {
             });
         }
         let (_, device, target) = models[0].clone();
-        if models.iter().any(|(_, d, _)| *d != device) {
-            let list = models
-                .iter()
-                .map(|(g, d, _)| format!("GPU {g}: {d}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            bail!(
-                "one search runs on one GPU model, or its timings would not compare ({list}); pick GPUs of one model with --gpus"
-            );
-        }
+        let names: Vec<(u32, String)> = models.into_iter().map(|(g, d, _)| (g, d)).collect();
+        require_one_model("search", &names)?;
         Ok((RunnerPool { runners }, device, target))
     }
 
@@ -1508,11 +1517,7 @@ mod tests {
         });
         // The first candidate's full gate needs two variants it lacks (a real compile);
         // the others need none.
-        let fa2 = evo_genome::GenomeFile::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/fa2.toml"),
-        )
-        .unwrap()
-        .genes;
+        let fa2 = named(&["fa2"])[0];
         let first = WorkerRequest {
             genome: fa2,
             full_gate: evo_gates::GreenSuite::Quick.cases(),
@@ -1748,27 +1753,8 @@ mod tests {
             cubin_dir: dir.path().to_path_buf(),
             plant: None,
         };
-        let mut evaluator = GpuEvaluator {
-            runner,
-            compiler: Arc::new(BatchCompiler {
-                plan,
-                toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
-                device,
-                target: target.unwrap(),
-                prepared: AtomicUsize::new(0),
-            }),
-            ahead: Default::default(),
-        };
-        let batch: Vec<Genome> = ["champion-h100-seed", "fa2", "v7a", "phase6", "v6a", "v5"]
-            .iter()
-            .map(|n| {
-                evo_genome::GenomeFile::load(
-                    &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../genomes/{n}.toml")),
-                )
-                .unwrap()
-                .genes
-            })
-            .collect();
+        let mut evaluator = evaluator_of(runner, plan, device, target);
+        let batch = named(&["champion-h100-seed", "fa2", "v7a", "phase6", "v6a", "v5"]);
         let mut handed = 0;
         let evals = evaluator
             .evaluate_each(&batch, &mut |_| handed += 1)
@@ -1789,6 +1775,26 @@ mod tests {
         assert!(evaluator
             .describe()
             .contains("2 child workers, one per GPU (0,1)"));
+    }
+
+    /// A GPU evaluator over stand-in workers, compiling with the real NVRTC.
+    fn evaluator_of(
+        runner: RunnerPool,
+        plan: GpuPlan,
+        device: String,
+        target: Option<Target>,
+    ) -> GpuEvaluator {
+        GpuEvaluator {
+            runner,
+            compiler: Arc::new(BatchCompiler {
+                plan,
+                toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
+                device,
+                target: target.unwrap(),
+                prepared: AtomicUsize::new(0),
+            }),
+            ahead: Default::default(),
+        }
     }
 
     fn named(names: &[&str]) -> Vec<Genome> {
@@ -1847,17 +1853,7 @@ mod tests {
             cubin_dir: cubins.clone(),
             plant: None,
         };
-        let mut evaluator = GpuEvaluator {
-            runner,
-            compiler: Arc::new(BatchCompiler {
-                plan,
-                toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
-                device,
-                target: target.unwrap(),
-                prepared: AtomicUsize::new(0),
-            }),
-            ahead: Default::default(),
-        };
+        let mut evaluator = evaluator_of(runner, plan, device, target);
         // The search's order: batch k + 1 is announced before batch k is asked for.
         let (b0, b1, b2, b3) = (
             named(&["v3"]),
