@@ -96,4 +96,10 @@ impl AttentionKernel for KernelFamily {
     fn prepared(&self) -> Option<Problem> {
         self.timing.and_then(|i| self.variants[i].1.prepared())
     }
+
+    fn timing_verified(&mut self) {
+        if let Some(i) = self.timing {
+            self.variants[i].1.timing_verified();
+        }
+    }
 }

@@ -197,6 +197,9 @@ pub fn time_problem(
     }
     let t_timed = t0.elapsed();
     let checks = verify(&outputs, pool, last);
+    if checks.iter().all(|c| c.failure.is_none()) {
+        kernel.timing_verified();
+    }
     // EVO_LOG=evo_gates=debug: where a FAST's wall time goes.
     tracing::debug!(
         kernel = kernel.name(),

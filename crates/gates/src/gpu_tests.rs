@@ -304,6 +304,50 @@ fn the_naive_kernel_is_timed_over_rotating_inputs() {
     assert_eq!(family.prepared(), Some(p));
 }
 
+/// FAST's buffers pass from one kernel to the next only when the first one's timed
+/// outputs were verified, and a kernel timed on kept buffers is still caught: the
+/// cheats that FAST's verification exists for fail on them as on fresh ones.
+#[test]
+fn kept_timing_buffers_pass_on_only_after_verification() {
+    let (device, tc, target) = setup();
+    let seed_variants = variants_for(&[Problem::seed()]);
+    let fast_of = |file: &str| -> Fast {
+        let source = KernelSource::File {
+            path: file.into(),
+            text: std::fs::read_to_string(repo().join(file)).unwrap(),
+        };
+        let built = compile_all(&tc, std::slice::from_ref(&source), &seed_variants, target);
+        let mut family = load_family(&device, file, &built[0]).unwrap_or_else(|e| panic!("{e}"));
+        fast_on_seed_shape(&mut family)
+    };
+    assert!(!device.has_spare_buffers());
+    let first = fast_of("tests/kernels/naive.cu");
+    assert_eq!(first.failure(), None);
+    assert!(device.has_spare_buffers(), "a verified kernel's buffers are kept");
+    let again = fast_of("tests/kernels/naive.cu");
+    assert_eq!(again.failure(), None, "a kernel timed on kept buffers");
+    let ratio = again.timing.median_us / first.timing.median_us;
+    assert!(
+        (0.8..1.25).contains(&ratio),
+        "the same kernel on kept buffers: {:.2} µs, on fresh ones {:.2} µs",
+        again.timing.median_us,
+        first.timing.median_us
+    );
+    for cheat in ["tests/kernels/memo_pointer.cu", "tests/kernels/every_kth.cu"] {
+        assert!(device.has_spare_buffers());
+        let fast = fast_of(cheat);
+        let failure = fast.failure().unwrap_or_default();
+        assert!(failure.contains("FAST verification"), "{cheat}: {failure:?}");
+        assert!(
+            !device.has_spare_buffers(),
+            "{cheat} failed verification; its buffers must not be handed on"
+        );
+        assert_eq!(fast_of("tests/kernels/naive.cu").failure(), None);
+    }
+    device.drop_spare_buffers();
+    assert!(!device.has_spare_buffers());
+}
+
 /// The evolved champion's GREEN report on the default suite at a fixed seed, as a
 /// snapshot: verdicts, rows checked and the errors to two significant digits (no
 /// timing is part of GREEN). A template change that moves the champion's numerics

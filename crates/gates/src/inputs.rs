@@ -97,6 +97,9 @@ pub struct Inputs {
     pub problem: Problem,
     /// The seed the three tensors were drawn from.
     pub seed: u64,
+    /// The factor Q was drawn with (1 for ordinary cases): with the problem and the
+    /// seed, it determines the tensors.
+    pub q_gain: f32,
     pub q: Vec<u16>,
     pub k: Vec<u16>,
     pub v: Vec<u16>,
@@ -134,6 +137,7 @@ impl Inputs {
         Inputs {
             problem: *problem,
             seed,
+            q_gain,
             q,
             k,
             v,

@@ -73,4 +73,10 @@ pub trait AttentionKernel {
 
     /// The problem the kernel was last prepared for, if any.
     fn prepared(&self) -> Option<Problem>;
+
+    /// FAST checked every set of the last timed repeats and all were right: the
+    /// timing buffers may be handed to the next kernel timed on this device (see
+    /// `LoadedKernel`). Never called when a check failed, so buffers a kernel may
+    /// have written outside of are not reused.
+    fn timing_verified(&mut self) {}
 }

@@ -1271,6 +1271,8 @@ pub fn serve(stdin: impl BufRead, mut stdout: impl Write) -> anyhow::Result<()> 
         let request: WorkerRequest = serde_json::from_str(&line)
             .with_context(|| format!("unreadable worker request: {line}"))?;
         let fast = if request.confirm {
+            // A confirmation re-times on freshly allocated and uploaded buffers.
+            device.drop_spare_buffers();
             FastOptions::default().confirmation()
         } else {
             FastOptions::default()
