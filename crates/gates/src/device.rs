@@ -885,10 +885,10 @@ impl LoadedKernel {
         let kept = if pool.is_empty() {
             None
         } else {
-            self.spare.lock().ok().and_then(|mut spare| {
-                spare
-                    .take_if(|b| b.problem == p && b.sets == sets.max(1))
-            })
+            self.spare
+                .lock()
+                .ok()
+                .and_then(|mut spare| spare.take_if(|b| b.problem == p && b.sets == sets.max(1)))
         };
         let io = match kept {
             Some(mut io) => {

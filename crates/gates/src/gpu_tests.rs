@@ -323,7 +323,10 @@ fn kept_timing_buffers_pass_on_only_after_verification() {
     assert!(!device.has_spare_buffers());
     let first = fast_of("tests/kernels/naive.cu");
     assert_eq!(first.failure(), None);
-    assert!(device.has_spare_buffers(), "a verified kernel's buffers are kept");
+    assert!(
+        device.has_spare_buffers(),
+        "a verified kernel's buffers are kept"
+    );
     let again = fast_of("tests/kernels/naive.cu");
     assert_eq!(again.failure(), None, "a kernel timed on kept buffers");
     let ratio = again.timing.median_us / first.timing.median_us;
@@ -333,11 +336,17 @@ fn kept_timing_buffers_pass_on_only_after_verification() {
         again.timing.median_us,
         first.timing.median_us
     );
-    for cheat in ["tests/kernels/memo_pointer.cu", "tests/kernels/every_kth.cu"] {
+    for cheat in [
+        "tests/kernels/memo_pointer.cu",
+        "tests/kernels/every_kth.cu",
+    ] {
         assert!(device.has_spare_buffers());
         let fast = fast_of(cheat);
         let failure = fast.failure().unwrap_or_default();
-        assert!(failure.contains("FAST verification"), "{cheat}: {failure:?}");
+        assert!(
+            failure.contains("FAST verification"),
+            "{cheat}: {failure:?}"
+        );
         assert!(
             !device.has_spare_buffers(),
             "{cheat} failed verification; its buffers must not be handed on"
