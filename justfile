@@ -92,7 +92,7 @@ sanitize sample="24" seed="7":
 
 # Measure every genome of a declared sub-space on this GPU (resumes an interrupted run)
 [group('gpu')]
-landscape plan="experiments/2026-11-22-h100-landscape/plan.toml" out="experiments/2026-11-22-h100-landscape":
+landscape plan="experiments/2026-11-23-h100-landscape/plan.toml" out="experiments/2026-11-23-h100-landscape":
     cargo run --quiet -- landscape --plan {{ plan }} --out {{ out }}
 
 # Opt-in, as root on a throwaway Debian machine: install Slurm, run 3 islands as a job array on the replay backend, merge, check

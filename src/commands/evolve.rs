@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The landscape `auto` replays without a GPU: recorded on the lent H100 by `evo landscape`.
-pub const DEFAULT_LANDSCAPE: &str = "experiments/2026-11-22-h100-landscape";
+pub const DEFAULT_LANDSCAPE: &str = "experiments/2026-11-23-h100-landscape";
 
 #[derive(Debug, clap::Args)]
 pub struct EvolveArgs {

@@ -59,7 +59,8 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
             args.landscape.display()
         );
     };
-    print!("{}", comparison.to_markdown());
+    let table = comparison.to_markdown();
+    println!("{}", table.trim_end());
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&comparison)?;
         std::fs::write(path, text + "\n")

@@ -11,7 +11,8 @@ use crate::strategy::{EvolutionParams, StrategyKind};
 use evo_lineage::{insights::median, LineageMeta};
 use serde::Serialize;
 
-/// The median fraction of the optimum per strategy and checkpoint.
+/// The median fraction of the optimum per strategy and checkpoint, and how many seeds
+/// had found the optimum itself.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     pub landscape: String,
@@ -27,6 +28,9 @@ pub struct ComparisonRow {
     pub strategy: StrategyKind,
     /// Median fraction of the optimum at each checkpoint, same order as `checkpoints`.
     pub median_fraction: Vec<f64>,
+    /// How many of the seeds had found the optimum itself by each checkpoint (on a
+    /// landscape with a needle the median hides how many never get there).
+    pub at_optimum: Vec<u64>,
 }
 
 /// Runs each strategy once per seed `0..seeds` with a budget of the last checkpoint.
@@ -44,6 +48,7 @@ pub fn compare_strategies(
     let mut rows = Vec::new();
     for &strategy in strategies {
         let mut fractions: Vec<Vec<f64>> = vec![Vec::new(); checkpoints.len()];
+        let mut at_optimum = vec![0; checkpoints.len()];
         for seed in 0..seeds {
             let config = SearchConfig {
                 strategy,
@@ -63,7 +68,9 @@ pub fn compare_strategies(
                 &WallClock::start(),
             )?;
             for (i, &c) in checkpoints.iter().enumerate() {
-                fractions[i].push(outcome.best_within(c).map_or(0.0, |b| optimum / b));
+                let best = outcome.best_within(c);
+                fractions[i].push(best.map_or(0.0, |b| optimum / b));
+                at_optimum[i] += u64::from(best.is_some_and(|b| b <= optimum));
             }
         }
         rows.push(ComparisonRow {
@@ -72,6 +79,7 @@ pub fn compare_strategies(
                 .iter_mut()
                 .map(|f| median(f).unwrap_or(0.0))
                 .collect(),
+            at_optimum,
         });
     }
     Ok(Some(Comparison {
@@ -85,12 +93,31 @@ pub fn compare_strategies(
 }
 
 impl Comparison {
-    /// A Markdown table: one row per strategy, one column per checkpoint.
+    /// Two Markdown tables, one row per strategy and one column per checkpoint: the
+    /// median fraction of the optimum, then the seeds that had found the optimum.
     pub fn to_markdown(&self) -> String {
         let mut out = format!(
-            "Median fraction of the optimum ({:.2} µs on {}) over {} seeds, after N evaluations:\n\n| strategy |",
+            "Median fraction of the optimum ({:.2} µs on {}) over {} seeds, after N evaluations:\n\n",
             self.optimum_us, self.device, self.seeds
         );
+        self.push_table(&mut out, |row| {
+            row.median_fraction
+                .iter()
+                .map(|f| format!("{f:.3}"))
+                .collect()
+        });
+        out.push_str(&format!(
+            "\nSeeds (of {}) that had found the optimum itself, after N evaluations:\n\n",
+            self.seeds
+        ));
+        self.push_table(&mut out, |row| {
+            row.at_optimum.iter().map(u64::to_string).collect()
+        });
+        out
+    }
+
+    fn push_table(&self, out: &mut String, cells: impl Fn(&ComparisonRow) -> Vec<String>) {
+        out.push_str("| strategy |");
         for c in &self.checkpoints {
             out.push_str(&format!(" {c} |"));
         }
@@ -101,11 +128,10 @@ impl Comparison {
         out.push('\n');
         for row in &self.rows {
             out.push_str(&format!("| {} |", row.strategy));
-            for f in &row.median_fraction {
-                out.push_str(&format!(" {f:.3} |"));
+            for cell in cells(row) {
+                out.push_str(&format!(" {cell} |"));
             }
             out.push('\n');
         }
-        out
     }
 }

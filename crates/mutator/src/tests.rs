@@ -827,9 +827,28 @@ fn strategies_comparison_reports_fractions_of_the_optimum() {
             row.median_fraction.windows(2).all(|w| w[0] <= w[1]),
             "{row:?}"
         );
+        // Seeds at the optimum only grow, and agree with the median: more than half
+        // of them there puts the median there, and a median there needs half of them.
+        assert!(row.at_optimum.windows(2).all(|w| w[0] <= w[1]), "{row:?}");
+        for (&n, &f) in row.at_optimum.iter().zip(&row.median_fraction) {
+            assert!(n <= 6, "{row:?}");
+            if n * 2 > 6 {
+                assert_eq!(f, 1.0, "{row:?}");
+            }
+            if f == 1.0 {
+                assert!(n * 2 >= 6, "{row:?}");
+            }
+        }
     }
+    // Some evolutionary seed finds the small fixture's optimum within 50 evaluations:
+    // a count stuck at zero would fail here.
+    assert!(cmp.rows[0].at_optimum[2] > 0, "{:?}", cmp.rows[0]);
     let md = cmp.to_markdown();
     assert!(md.contains("| strategy | 10 | 25 | 50 |"), "{md}");
+    assert!(
+        md.contains("Seeds (of 6) that had found the optimum"),
+        "{md}"
+    );
 }
 
 fn write_config(text: &str) -> Result<ExperimentConfig, ConfigError> {
