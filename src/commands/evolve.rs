@@ -29,7 +29,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The landscape `auto` replays without a GPU: recorded on the lent H100 by `evo landscape`.
+/// The landscape `auto` replays without a GPU: both kernel families at the seed shape,
+/// recorded on an H100 by `evo landscape`.
 pub const DEFAULT_LANDSCAPE: &str = "experiments/2026-11-23-h100-landscape";
 
 #[derive(Debug, clap::Args)]

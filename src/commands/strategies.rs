@@ -59,8 +59,7 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
             args.landscape.display()
         );
     };
-    let table = comparison.to_markdown();
-    println!("{}", table.trim_end());
+    print!("{}", comparison.to_markdown());
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&comparison)?;
         std::fs::write(path, text + "\n")

@@ -193,23 +193,18 @@ mod tests {
 
     #[test]
     fn the_f16_table_is_halfs_conversion() {
-        for bits in 0..=u16::MAX {
-            let (a, b) = (
-                to_f32(Dtype::F16, bits),
-                half::f16::from_bits(bits).to_f32(),
-            );
-            assert!(
-                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
-                "f16 {bits:#06x}: {a} vs {b}"
-            );
-            let (a, b) = (
-                to_f32(Dtype::Bf16, bits),
-                half::bf16::from_bits(bits).to_f32(),
-            );
-            assert!(
-                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
-                "bf16 {bits:#06x}: {a} vs {b}"
-            );
+        let reference = |dtype, bits| match dtype {
+            Dtype::F16 => half::f16::from_bits(bits).to_f32(),
+            Dtype::Bf16 => half::bf16::from_bits(bits).to_f32(),
+        };
+        for dtype in Dtype::ALL {
+            for bits in 0..=u16::MAX {
+                let (a, b) = (to_f32(dtype, bits), reference(dtype, bits));
+                assert!(
+                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                    "{dtype:?} {bits:#06x}: {a} vs {b}"
+                );
+            }
         }
     }
 

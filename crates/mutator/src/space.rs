@@ -228,12 +228,17 @@ impl SearchSpace {
         self.allowed(Gene::Family).iter().map(|&i| Family::ALL[i])
     }
 
+    /// The genes besides the family itself that shape a family's kernels.
+    fn family_genes(family: Family) -> impl Iterator<Item = Gene> {
+        Gene::ALL
+            .into_iter()
+            .filter(move |g| *g != Gene::Family && g.applies(family))
+    }
+
     /// Points of one family: the product of the allowed alleles of the genes that
     /// apply to it (the others make no kernel, so they do not multiply the count).
     fn family_size(&self, family: Family) -> u128 {
-        Gene::ALL
-            .into_iter()
-            .filter(|g| *g != Gene::Family && g.applies(family))
+        Self::family_genes(family)
             .map(|g| self.allowed(g).len() as u128)
             .product()
     }
@@ -249,10 +254,7 @@ impl SearchSpace {
     /// Every point is canonical: a gene that does not apply stays at its baseline allele.
     pub fn points(&self) -> impl Iterator<Item = Genome> + '_ {
         self.families().flat_map(move |family| {
-            let genes: Vec<Gene> = Gene::ALL
-                .into_iter()
-                .filter(|g| *g != Gene::Family && g.applies(family))
-                .collect();
+            let genes: Vec<Gene> = Self::family_genes(family).collect();
             let base = Genome {
                 family,
                 ..Genome::baseline()
