@@ -2,7 +2,7 @@
 //! the fix, and a machine without a driver gets the typed "no CUDA device" error (on a
 //! GPU machine the same calls run the gates and must pass).
 
-use crate::util::{evo, stderr, stdout};
+use crate::util::{evo, repo_root, stderr, stdout};
 
 #[test]
 fn gate_without_kernels_says_what_to_pass() {
@@ -99,4 +99,72 @@ fn gate_gpus_and_shard_arguments_are_checked_first() {
         assert!(e.contains("GPU 0") && e.contains("no CUDA device"), "{e}");
         assert!(!e.contains("panicked"), "{e}");
     }
+}
+
+/// scripts/check_verdicts.py on rows written the way `evo gate --json` writes them: the
+/// verdicts, and a kernel verified by FAST but faster than its honest twin is BAD.
+#[test]
+fn check_verdicts_judges_verdicts_and_a_kernel_faster_than_its_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["memo_content", "memo_content_twin", "batch_sets", "naive"] {
+        let file = format!("{name}.expected.toml");
+        std::fs::copy(
+            repo_root().join("tests/kernels").join(&file),
+            dir.path().join(&file),
+        )
+        .unwrap();
+    }
+    let row = |kernel: &str, verdict: &str, reason: Option<&str>, median: Option<f64>| {
+        serde_json::json!({
+            "kernel": format!("tests/kernels/{kernel}.cu"),
+            "verdict": verdict,
+            "reason": reason,
+            "median_us": median,
+        })
+    };
+    let run = |memo_us: f64| {
+        let rows = vec![
+            row("naive", "pass", None, None),
+            row("naive", "timed", None, Some(1000.0)),
+            row("memo_content_twin", "pass", None, None),
+            row("memo_content_twin", "timed", None, Some(700.0)),
+            row("memo_content", "pass", None, None),
+            row("memo_content", "timed", None, Some(memo_us)),
+            row("batch_sets", "pass", None, None),
+            row(
+                "batch_sets",
+                "fail",
+                Some("FAST verification (...): 3 of 118 checked launches wrong"),
+                None,
+            ),
+        ];
+        let json = dir.path().join("gate.json");
+        std::fs::write(&json, serde_json::to_string(&rows).unwrap()).unwrap();
+        std::process::Command::new("python3")
+            .arg(repo_root().join("scripts/check_verdicts.py"))
+            .arg(&json)
+            .arg(dir.path())
+            .output()
+            .expect("python3 runs")
+    };
+    let honest = run(690.0);
+    let text = stdout(&honest);
+    assert!(honest.status.success(), "{text}{}", stderr(&honest));
+    assert!(
+        text.contains("ok   memo_content: got pass, FAST pass"),
+        "{text}"
+    );
+    assert!(text.contains("0.99x memo_content_twin.cu's time"), "{text}");
+    assert!(
+        text.contains("ok   batch_sets: got pass, FAST fail"),
+        "{text}"
+    );
+    let copy = run(14.0);
+    let text = stdout(&copy);
+    assert_eq!(copy.status.code(), Some(1), "{text}");
+    assert!(text.contains("BAD  memo_content"), "{text}");
+    assert!(
+        text.contains("0.02x memo_content_twin.cu's time (at least 0.8)"),
+        "{text}"
+    );
 }

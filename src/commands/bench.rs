@@ -95,7 +95,7 @@ fn gate_and_time(
         if !runs[n] {
             continue;
         }
-        let (timing, check) = time_and_recheck(kernel, p, n, &eval, cache)?;
+        let (timing, check, checked) = time_and_recheck(kernel, p, &eval)?;
         if let Some(f) = check.failure {
             rows.push(Row::not_run(
                 &name,
@@ -112,7 +112,10 @@ fn gate_and_time(
             "{name} {p}: {:.2} µs ({} x{}), {:.1} TFLOP/s",
             timing.median_us, timing.method, timing.launches_per_repeat, timing.tflops
         );
-        rows.push(Row::timed(&name, id, device, &timing));
+        rows.push(Row {
+            checked: Some(checked),
+            ..Row::timed(&name, id, device, &timing)
+        });
     }
     Ok(())
 }
@@ -162,8 +165,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let own_shape_only = table.is_some();
     let device = Device::open(0)?;
     let target = super::device_target(&device)?;
-    let dev = device.name().to_string();
     let tc = Toolchain::discover()?;
+    evo_gates::compile::install_verifier(&tc, &device)?;
+    let dev = device.name().to_string();
     let mut needed: Vec<Problem> = GreenSuite::Quick
         .cases()
         .iter()

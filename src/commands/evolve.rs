@@ -44,7 +44,10 @@ pub struct EvolveArgs {
     /// Stop after this many minutes of wall time instead.
     #[arg(long)]
     pub minutes: Option<f64>,
-    /// Seed of the search's RNG: same seed and same measurements, same lineage [default: 1].
+    /// Seed of the search's RNG: same seed and same measurements, same lineage. On a
+    /// GPU it also draws the full gate's shapes and GREEN's inputs. [default: 1 when
+    /// replaying; on a GPU a fresh seed every search, printed and recorded in
+    /// experiment.toml, so no kernel can be tuned to one draw]
     #[arg(long)]
     pub seed: Option<u64>,
     /// Experiment folder; an existing one is resumed from its experiment.toml
@@ -134,7 +137,9 @@ impl EvolveArgs {
 /// The GPU backend: compiles each generation in parallel here and runs GREEN (the
 /// quick suite, plus every case of the objective's shape) and FAST in a child worker
 /// (see the evo-worker crate). The target is the GPU's own, whatever the config guessed.
+/// The search's seed draws the full gate's shapes and bases GREEN's input seeds.
 fn gpu_evaluator(
+    seed: u64,
     objective: &[Problem],
     plant_faults: Option<usize>,
     timeout: Duration,
@@ -157,9 +162,9 @@ fn gpu_evaluator(
     let evaluator = GpuEvaluator::start_on(
         GpuPlan {
             green_cases: GreenSuite::Quick.cases(),
-            full_gate: full_cases(GreenSuite::Default.cases(), 2026),
+            full_gate: full_cases(GreenSuite::Default.cases(), seed),
             objective: objective.to_vec(),
-            seed: 2026,
+            seed,
             timeout,
             cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
             plant,
@@ -168,6 +173,15 @@ fn gpu_evaluator(
     )?;
     let target = evaluator.target();
     Ok((Box::new(evaluator), target))
+}
+
+/// True when `--backend` (default `auto`) will search on a GPU.
+fn on_gpu(backend: Option<&str>) -> bool {
+    match backend.map(Backend::parse) {
+        Some(Some(Backend::Gpu)) => true,
+        None | Some(Some(Backend::Auto)) => cuda_device_present(),
+        _ => false,
+    }
 }
 
 /// True when the NVIDIA driver reports at least one GPU. Only chooses the `auto`
@@ -328,9 +342,11 @@ fn config_from_args(
             .map_or(StrategyKind::Evolutionary, |s| {
                 StrategyKind::parse(s).expect("clap checked it")
             }),
-        seed: args
-            .seed
-            .unwrap_or_else(|| args.island.map_or(1, |k| u64::from(k) + 1)),
+        seed: args.seed.unwrap_or_else(|| match args.island {
+            Some(k) => u64::from(k) + 1,
+            None if on_gpu(args.backend.as_deref()) => super::gate::fresh_seed(),
+            None => 1,
+        }),
         backend: args.backend.clone().unwrap_or_else(|| "auto".into()),
         seeds: genomes.keys().cloned().collect(),
         budget: BudgetConfig {
@@ -458,6 +474,7 @@ fn prepare(
                 .expect("not empty");
             let gpus = args.gpus.as_deref().map(parse_gpus).transpose()?;
             let (evaluator, target) = gpu_evaluator(
+                config.seed,
                 &objective,
                 args.plant_faults,
                 Duration::from_secs(args.timeout),

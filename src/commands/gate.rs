@@ -48,9 +48,11 @@ pub struct GateArgs {
     /// What FAST times after GREEN: the seed shape, the anchors suite, or nothing.
     #[arg(long, default_value = "seed", value_parser = ["seed", "anchors", "none"])]
     pub time: String,
-    /// Run seed: every input (and the sample of genomes) derives from it; recorded in the JSON.
-    #[arg(long, default_value_t = 2026, env = "EVO_SEED")]
-    pub seed: u64,
+    /// Run seed: GREEN's inputs, its drawn shapes and the sample of genomes derive from
+    /// it; printed and recorded in the JSON. [default: a fresh seed every run, so no
+    /// kernel can be tuned to one draw; give it to reproduce a run]
+    #[arg(long, env = "EVO_SEED")]
+    pub seed: Option<u64>,
     /// Write one JSON object per kernel × case here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -226,7 +228,8 @@ pub fn load_sources(genomes: &[PathBuf], files: &[PathBuf]) -> anyhow::Result<Ve
     Ok(sources)
 }
 
-pub fn run(args: GateArgs) -> anyhow::Result<()> {
+pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
+    let seed = *args.seed.get_or_insert_with(fresh_seed);
     let gpus = args
         .gpus
         .as_deref()
@@ -236,7 +239,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         if args.shard.is_some() {
             bail!("--gpus runs one --shard per GPU itself; give one of the two");
         }
-        return run_on_gpus(&args, gpus);
+        return run_on_gpus(&args, seed, gpus);
     }
     let ordinal = gpus.as_deref().map_or(0, |g| g[0]) as usize;
     let mut sources = load_sources(&args.genomes, &args.sources)?;
@@ -254,11 +257,13 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
     };
     let device = Device::open(ordinal)?;
     let target = super::device_target(&device)?;
+    let tc = Toolchain::discover()?;
+    evo_gates::compile::install_verifier(&tc, &device)?;
     let family = args.family.as_deref().map(|f| match f {
         "hopper" => Family::Hopper,
         _ => Family::Ampere,
     });
-    let sampled = sample_sources(args.sample, args.seed, target, family);
+    let sampled = sample_sources(args.sample, seed, target, family);
     if sampled.len() < args.sample {
         bail!(
             "--family {} has no genome valid at D64 and D128 on {target}",
@@ -280,7 +285,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                     &format!(
                         "drawn by `evo gate --sample {} --seed {}{}` on {target}",
                         args.sample,
-                        args.seed,
+                        seed,
                         args.family
                             .as_deref()
                             .map(|f| format!(" --family {f}"))
@@ -314,14 +319,14 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
     }
     let mut cases = fixed;
     if args.drawn > 0 {
-        cases.extend(drawn_cases(args.seed, args.drawn));
+        cases.extend(drawn_cases(seed, args.drawn));
     }
     let drawn = cases.iter().filter(|c| c.drawn).count();
     eprintln!(
         "GREEN: {} fixed cases and {drawn} shapes drawn from seed {} (reproduce with --seed {}){}",
         cases.len() - drawn,
-        args.seed,
-        args.seed,
+        seed,
+        seed,
         if drawn > 0 { ":" } else { "" }
     );
     for c in cases.iter().filter(|c| c.drawn) {
@@ -336,7 +341,6 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
     let mut all_problems: Vec<Problem> = cases.iter().map(|c| c.problem).collect();
     all_problems.extend(&timed);
 
-    let tc = Toolchain::discover()?;
     let start = Instant::now();
     let built = compile_all(&tc, &sources, &variants_for(&all_problems), target);
     eprintln!(
@@ -350,7 +354,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
 
     let start = Instant::now();
     let mut cache = GreenCache::default();
-    cache.prepare(args.seed, &cases)?;
+    cache.prepare(seed, &cases)?;
     eprintln!(
         "drew the inputs and computed the references of {} launches in {:.1} s",
         cases.len() * evo_gates::green::LAUNCHES_PER_CASE,
@@ -360,7 +364,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
     let gpu_start = Instant::now();
     let dev = device.name().to_string();
     let eval = EvalOptions {
-        seed: args.seed,
+        seed,
         fast: FastOptions::default(),
     };
     let rows = Arc::new(Mutex::new(Vec::new()));
@@ -417,7 +421,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         // One case at a time, so that the watchdog can name the case that hangs.
         let mut green: Result<GreenReport, _> = Ok(GreenReport {
             kernel: name.to_string(),
-            seed: args.seed,
+            seed,
             cases: Vec::new(),
         });
         for case in &runnable {
@@ -434,7 +438,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                 &mut family,
                 std::slice::from_ref(case),
                 GreenOptions {
-                    seed: args.seed,
+                    seed,
                     stop_at_first_failure: false,
                 },
                 &mut cache,
@@ -470,7 +474,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
             (None, false) => "GREEN FAIL".to_string(),
         };
         if passed {
-            for (t, problem) in timed.iter().enumerate() {
+            for problem in &timed {
                 if !family.supports(problem) {
                     continue;
                 }
@@ -483,10 +487,10 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                     format!("FAST {problem}"),
                     *problem,
                 );
-                let result = time_and_recheck(&mut family, problem, t, &eval, &mut cache);
+                let result = time_and_recheck(&mut family, problem, &eval);
                 *step.lock().expect("step") = None;
                 match result {
-                    Ok((timing, check)) => {
+                    Ok((timing, check, checked)) => {
                         if let Some(f) = &check.failure {
                             passed = false;
                             kernel_rows.push(Row::not_run(
@@ -522,7 +526,10 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
                             ))
                             .unwrap_or_default()
                         );
-                        kernel_rows.push(Row::timed(name, id, &dev, &timing));
+                        kernel_rows.push(Row {
+                            checked: Some(checked),
+                            ..Row::timed(name, id, &dev, &timing)
+                        });
                     }
                     Err(e) => {
                         passed = false;
@@ -547,6 +554,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         );
         for r in &mut kernel_rows {
             r.position = Some(place);
+            r.seed = Some(seed);
         }
         rows.lock().expect("rows").extend(kernel_rows);
     }
@@ -566,7 +574,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<()> {
         "all {} kernels passed GREEN ({} cases each, seed {}); GPU part {:.1} s",
         sources.len(),
         cases.len(),
-        args.seed,
+        seed,
         gpu_start.elapsed().as_secs_f64()
     );
     Ok(())
@@ -664,7 +672,13 @@ fn run_shards(exe: &std::path::Path, argv: &[String], gpus: &[u32]) -> anyhow::R
 
 /// `evo gate --gpus 0,1,...`: one `evo gate --shard K/N` process per GPU (each pinned by
 /// CUDA_VISIBLE_DEVICES, with its own watchdog), their rows merged in list order.
-fn run_on_gpus(args: &GateArgs, gpus: &[u32]) -> anyhow::Result<()> {
+/// A run seed nobody chose: from the OS's randomness.
+pub(crate) fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now()) & ((1 << 53) - 1)
+}
+
+fn run_on_gpus(args: &GateArgs, seed: u64, gpus: &[u32]) -> anyhow::Result<()> {
     let mut models = Vec::new();
     for &g in gpus {
         let device = Device::open(g as usize).with_context(|| format!("GPU {g}"))?;
@@ -672,7 +686,14 @@ fn run_on_gpus(args: &GateArgs, gpus: &[u32]) -> anyhow::Result<()> {
     }
     evo_worker::require_one_model("gate", &models)?;
     let exe = std::env::current_exe().context("cannot find the evo executable")?;
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut argv: Vec<String> = std::env::args().skip(1).collect();
+    if !argv
+        .iter()
+        .any(|a| a == "--seed" || a.starts_with("--seed="))
+    {
+        // Every shard draws the same shapes, inputs and sample.
+        argv.extend(["--seed".to_string(), seed.to_string()]);
+    }
     let n = gpus.len();
     eprintln!(
         "gating on {n} GPUs ({}, {}): one `evo gate --shard K/{n}` process each",

@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use evo_codegen::Toolchain;
 use evo_gates::compile::{compile_all, variants_for};
 use evo_gates::inputs::{poison_bits, Inputs};
+use evo_gates::kernel::{Draw, RepeatPlan};
 use evo_gates::profile::{
     available_tensor_metrics, find_ncu, ncu_args, ncu_failure, parse_metric_names, parse_raw_csv,
     ProfileError, ProfileSummary, KERNEL,
@@ -236,6 +237,8 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 
 pub fn run_target(args: ProfileTargetArgs) -> anyhow::Result<()> {
     let device = Device::open(0)?;
+    let tc = Toolchain::discover()?;
+    evo_gates::compile::install_verifier(&tc, &device)?;
     let cubin = std::fs::read(&args.cubin)
         .with_context(|| format!("{}: cannot read", args.cubin.display()))?;
     let mut kernel = device.load_attention(&args.name, &cubin)?;
@@ -252,11 +255,21 @@ pub fn run_target(args: ProfileTargetArgs) -> anyhow::Result<()> {
             args.problem
         );
     }
-    // One input set, refilled from a pool of two between launches (FAST's way).
-    let second = Inputs::random(&args.problem, args.seed.wrapping_add(1), 1.0);
-    kernel.prepare_timing(&[&inputs, &second], 1)?;
-    for repeat in 0..args.launches.saturating_sub(1) as usize {
-        kernel.time_repeat(repeat, TimingMethod::Events)?;
+    // One input set, drawn anew on the device before each launch (FAST's way).
+    kernel.prepare_timing(&args.problem, 1)?;
+    for repeat in 0..args.launches.saturating_sub(1) as u64 {
+        let draw = [Draw {
+            seed: args.seed.wrapping_add(1 + repeat),
+            q: 0,
+            k: 0,
+            v: 0,
+            o: 0,
+        }];
+        let plan = RepeatPlan {
+            draws: &draw,
+            keep: false,
+        };
+        kernel.time_repeat(&plan, TimingMethod::Events)?;
     }
     eprintln!(
         "profile-target: {} launched {} times on {}",

@@ -5,23 +5,11 @@
 // (about 3e-2 relative at Lk = 1000 against a limit of 1.5e-3).
 //
 // Hand-written under kernels/ABI.md: one thread per query row, scalar fp32, online
-// softmax; compiled per EVO_HEAD_DIM and EVO_BF16 like every kernel the gates see.
+// softmax (scalar.cuh); compiled per EVO_HEAD_DIM and EVO_BF16 like every kernel the
+// gates see.
 // Expected GREEN verdict: drop_last_key.expected.toml beside this file.
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-#if EVO_BF16
-typedef __nv_bfloat16 elem_t;
-__device__ __forceinline__ float to_float(elem_t x) { return __bfloat162float(x); }
-__device__ __forceinline__ elem_t from_float(float x) { return __float2bfloat16(x); }
-#else
-typedef __half elem_t;
-__device__ __forceinline__ float to_float(elem_t x) { return __half2float(x); }
-__device__ __forceinline__ elem_t from_float(float x) { return __float2half(x); }
-#endif
-
-#define D EVO_HEAD_DIM
+#include "scalar.cuh"
 #define ROWS 64
 
 // {block_m, threads_per_block, smem_bytes, split_kv, combine_rows_per_block, combine_threads}

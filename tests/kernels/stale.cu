@@ -5,30 +5,17 @@
 // GREEN poisons O and draws new inputs for its second launch per case.
 //
 // Hand-written under kernels/ABI.md: one thread per query row, scalar fp32, online
-// softmax; compiled per EVO_HEAD_DIM and EVO_BF16 like every kernel the gates see.
+// softmax (scalar.cuh); compiled per EVO_HEAD_DIM and EVO_BF16 like every kernel the
+// gates see.
 // Expected GREEN verdict: stale.expected.toml beside this file.
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-#if EVO_BF16
-typedef __nv_bfloat16 elem_t;
-__device__ __forceinline__ float to_float(elem_t x) { return __bfloat162float(x); }
-__device__ __forceinline__ elem_t from_float(float x) { return __float2bfloat16(x); }
-#else
-typedef __half elem_t;
-__device__ __forceinline__ float to_float(elem_t x) { return __half2float(x); }
-__device__ __forceinline__ elem_t from_float(float x) { return __float2half(x); }
-#endif
-
-#define D EVO_HEAD_DIM
+#include "scalar.cuh"
 #define ROWS 64
 
 // {block_m, threads_per_block, smem_bytes, split_kv, combine_rows_per_block, combine_threads}
 extern "C" __constant__ int evo_geometry[6] = {ROWS, ROWS, 0, 1, 0, 0};
 
-__device__ int evo_done = 0;            // set once the first launch has finished
-__device__ unsigned int evo_blocks = 0;  // blocks of the first launch that finished
+__device__ int evo_done = 0;  // set once the first launch has finished
 
 extern "C" __global__ void evo_attention_fwd(const elem_t* Q, const elem_t* K, const elem_t* V,
                                              elem_t* O, float* ws_o, float* ws_lse, int B, int H,
@@ -37,30 +24,9 @@ extern "C" __global__ void evo_attention_fwd(const elem_t* Q, const elem_t* K, c
     const size_t bh = blockIdx.y;
     if (*(volatile int*)&evo_done) return;  // the bug: later launches do nothing
     if (i < Lq) {
-        const elem_t* q = Q + (bh * Lq + i) * D;
-        const elem_t* k = K + bh * Lk * D;
-        const elem_t* v = V + bh * Lk * D;
-        elem_t* o = O + (bh * Lq + i) * D;
-        float qf[D], acc[D];
-        for (int c = 0; c < D; ++c) { qf[c] = to_float(q[c]); acc[c] = 0.0f; }
         const int visible = causal ? min(i + 1, Lk) : Lk;
-        float m = -__int_as_float(0x7f800000), l = 0.0f;
-        for (int j = 0; j < visible; ++j) {
-            float s = 0.0f;
-            for (int c = 0; c < D; ++c) s += qf[c] * to_float(k[j * D + c]);
-            s *= scale;
-            const float m_new = fmaxf(m, s);
-            const float corr = expf(m - m_new);  // m = -inf on the first key: exp(-inf) = 0
-            const float p = expf(s - m_new);
-            l = l * corr + p;
-            m = m_new;
-            for (int c = 0; c < D; ++c) acc[c] = acc[c] * corr + p * to_float(v[j * D + c]);
-        }
-        for (int c = 0; c < D; ++c) o[c] = from_float(acc[c] / l);
+        attend_row(Q + (bh * Lq + i) * D, K + bh * Lk * D, V + bh * Lk * D, O + (bh * Lq + i) * D,
+                   visible, scale);
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&evo_blocks, 1u) == gridDim.x * gridDim.y - 1) evo_done = 1;
-    }
+    if (last_block_done()) evo_done = 1;
 }

@@ -68,7 +68,8 @@ impl KernelSource {
                 compile_genome(tc, genome, head_dim, dtype, target)
             }
             // A hand-written kernel may use wgmma or setmaxnreg: on sm_90 it is built for
-            // sm_90a, which accepts everything plain sm_90 code does.
+            // sm_90a, which accepts everything plain sm_90 code does. Its own folder is on
+            // the include path, so it may `#include "helpers.cuh"` kept beside it.
             KernelSource::File { path, text } => compile_source(
                 tc,
                 path,
@@ -76,10 +77,19 @@ impl KernelSource {
                 &abi_defines(head_dim, dtype),
                 &CompileOptions {
                     arch_specific: target == Target::Sm90,
+                    include_dirs: vec![source_folder(path)],
                     ..CompileOptions::new(target)
                 },
             ),
         }
+    }
+}
+
+/// The folder of a kernel file (`.` for a bare file name).
+fn source_folder(path: &str) -> std::path::PathBuf {
+    match std::path::Path::new(path).parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
     }
 }
 
@@ -216,6 +226,41 @@ pub fn resources(compiled: &Compiled, smem_bytes: u32) -> Option<Resources> {
         })
 }
 
+/// The gates' own device code: input generator, reference softmax, row comparison.
+pub const VERIFY_SOURCE: &str = include_str!("../../../kernels/verify.cu");
+
+/// Compiles `kernels/verify.cu` for `target`.
+pub fn compile_verifier(tc: &Toolchain, target: Target) -> Result<Compiled, GateError> {
+    compile_source(
+        tc,
+        "verify.cu",
+        VERIFY_SOURCE,
+        &Defines(Vec::new()),
+        &CompileOptions::new(target),
+    )
+    .map_err(|e| GateError::Compile(format!("the gates' verifier (kernels/verify.cu): {e}")))
+}
+
+/// Opens GPU `ordinal` ready to gate kernels: the gates' verifier compiled for its
+/// target and installed (what GREEN's large cases and FAST check launches with).
+pub fn gate_device(tc: &Toolchain, ordinal: usize) -> Result<Device, GateError> {
+    let device = Device::open(ordinal)?;
+    install_verifier(tc, &device)?;
+    Ok(device)
+}
+
+/// Compiles the gates' verifier for `device` and installs it there.
+pub fn install_verifier(tc: &Toolchain, device: &Device) -> Result<(), GateError> {
+    let target = device.target().ok_or_else(|| {
+        GateError::NoDevice(format!(
+            "{} (compute capability {:?}) is not a GPU evo builds for (sm_89, sm_90)",
+            device.name(),
+            device.compute_capability()
+        ))
+    })?;
+    device.install_verifier(&compile_verifier(tc, target)?.cubin)
+}
+
 /// Compiles the hybrid's softmax for both dtypes and builds the baseline on `device`.
 pub fn cublas_hybrid(
     tc: &Toolchain,
@@ -244,6 +289,7 @@ pub fn cublas_hybrid(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn variants_are_deduplicated_in_order() {
@@ -269,11 +315,44 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_files_folder_is_its_include_path() {
+        assert_eq!(
+            source_folder("tests/kernels/naive.cu"),
+            Path::new("tests/kernels")
+        );
+        assert_eq!(source_folder("naive.cu"), Path::new("."));
+    }
+
+    #[test]
     fn abi_defines_name_head_dim_and_dtype() {
         assert_eq!(
             abi_defines(HeadDim::D128, Dtype::Bf16).flags(),
             vec!["-DEVO_HEAD_DIM=128".to_string(), "-DEVO_BF16=1".to_string()]
         );
+    }
+
+    /// Needs NVRTC (as the codegen tests: `.ci/run` installs it), no GPU.
+    #[test]
+    fn the_verifier_compiles_for_every_target_with_every_entry_point() {
+        let tc = Toolchain::discover().unwrap_or_else(|e| panic!("{e}"));
+        for target in Target::ALL {
+            let c = compile_verifier(&tc, target).unwrap_or_else(|e| panic!("{target}: {e}"));
+            for entry in [
+                "evo_draw",
+                "evo_reference_softmax",
+                "evo_compare_rows",
+                "evo_gather_rows",
+                "evo_check_guards",
+            ] {
+                assert!(
+                    c.report.kernel(entry).is_some(),
+                    "{target}: no {entry}\n{}",
+                    c.log
+                );
+            }
+            let compare = c.report.kernel("evo_compare_rows").unwrap();
+            assert_eq!(compare.spill_stores, 0, "{target}: {}", c.log);
+        }
     }
 
     /// Needs NVRTC (as the codegen tests: `.ci/run` installs it), no GPU.

@@ -3,8 +3,9 @@
 //! [`Evaluation`] record the search stores.
 //!
 //! A kernel that behaves during GREEN's launches and then stops computing (a
-//! device-side launch counter, a peek at O, a memo by pointer) fails FAST's
-//! verification, so no timing of a kernel that stopped doing the work is recorded.
+//! device-side launch counter, a peek at O, a memo by pointer or by content, work done
+//! ahead for another launch) fails FAST's verification or finds nothing to skip, so no
+//! timing of a kernel that stopped doing the work is recorded.
 
 use crate::error::GateError;
 use crate::fast::{geometric_mean_us, time_problem, FastOptions};
@@ -71,13 +72,10 @@ pub fn evaluate(
         options.seed
     )];
     let mut timings = Vec::with_capacity(objective.len());
-    for (n, problem) in objective.iter().enumerate() {
-        match time_and_recheck(kernel, problem, n, options, cache) {
-            Ok((timing, check)) => {
-                gates.push(format!(
-                    "FAST verified: {} timed sets of {problem}",
-                    timing.launches_per_repeat
-                ));
+    for problem in objective {
+        match time_and_recheck(kernel, problem, options) {
+            Ok((timing, check, summary)) => {
+                gates.push(summary);
                 if let Some(f) = check.failure {
                     return fail(
                         Status::GreenFailed,
@@ -103,22 +101,18 @@ pub fn evaluate(
     }
 }
 
-/// FAST on the `n`-th objective problem with its verification: the timing and one
-/// check, failing when any timed set was wrong (its reason then names FAST's
-/// verification), else the worst set's. The pool comes from `cache`, so every kernel
-/// of a run is timed on the same data and the large shapes are drawn once.
+/// FAST on one problem with its verification: the timing, one check (failing when any
+/// checked launch was wrong, its reason then naming FAST's verification, else the
+/// worst one) and the line that says what was checked.
 pub fn time_and_recheck(
     kernel: &mut dyn AttentionKernel,
     problem: &Problem,
-    n: usize,
     options: &EvalOptions,
-    cache: &mut GreenCache,
-) -> Result<(Timing, LaunchCheck), GateError> {
-    let pool = cache.pool(options.seed, n, problem)?;
-    let fast = time_problem(kernel, &pool, &options.fast)?;
+) -> Result<(Timing, LaunchCheck, String), GateError> {
+    let fast = time_problem(kernel, problem, &options.fast)?;
     let mut check = fast
         .worst()
-        .ok_or_else(|| GateError::Abi(format!("{}: FAST checked no set", kernel.name())))?;
+        .ok_or_else(|| GateError::Abi(format!("{}: FAST checked no launch", kernel.name())))?;
     check.failure = fast.failure();
-    Ok((fast.timing, check))
+    Ok((fast.timing.clone(), check, fast.summary()))
 }

@@ -6,7 +6,7 @@
 use crate::device::LoadedKernel;
 use crate::error::GateError;
 use crate::inputs::Inputs;
-use crate::kernel::{AttentionKernel, Output, TimingMethod};
+use crate::kernel::{AttentionKernel, CheckRequest, Output, RepeatPlan, RowCheck, TimingMethod};
 use evo_genome::{Dtype, HeadDim, Problem};
 
 pub struct KernelFamily {
@@ -74,23 +74,28 @@ impl AttentionKernel for KernelFamily {
         self.get(&inputs.problem)?.run_once(inputs)
     }
 
-    fn prepare_timing(&mut self, pool: &[&Inputs], sets: usize) -> Result<(), GateError> {
-        let problem = pool
-            .first()
-            .map(|i| i.problem)
-            .ok_or_else(|| GateError::Abi(format!("{}: an empty timing pool", self.name)))?;
-        self.timing = self.index(&problem);
-        self.get(&problem)?.prepare_timing(pool, sets)
+    fn check_last_run(
+        &mut self,
+        inputs: &Inputs,
+        reference_rows: &[u32],
+    ) -> Result<Option<RowCheck>, GateError> {
+        self.get(&inputs.problem)?
+            .check_last_run(inputs, reference_rows)
     }
 
-    fn time_repeat(&mut self, repeat: usize, method: TimingMethod) -> Result<f64, GateError> {
-        let i = self.timed_variant()?;
-        self.variants[i].1.time_repeat(repeat, method)
+    fn prepare_timing(&mut self, problem: &Problem, sets: usize) -> Result<(), GateError> {
+        self.timing = self.index(problem);
+        self.get(problem)?.prepare_timing(problem, sets)
     }
 
-    fn timed_outputs(&mut self) -> Result<Vec<Output>, GateError> {
+    fn time_repeat(&mut self, plan: &RepeatPlan, method: TimingMethod) -> Result<f64, GateError> {
         let i = self.timed_variant()?;
-        self.variants[i].1.timed_outputs()
+        self.variants[i].1.time_repeat(plan, method)
+    }
+
+    fn check_timed(&mut self, requests: &[CheckRequest]) -> Result<Vec<RowCheck>, GateError> {
+        let i = self.timed_variant()?;
+        self.variants[i].1.check_timed(requests)
     }
 
     fn prepared(&self) -> Option<Problem> {

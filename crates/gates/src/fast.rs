@@ -1,37 +1,43 @@
 //! FAST: how fast is it, and did the timed launches compute? Only ever run on kernels
 //! that passed GREEN.
 //!
-//! The problem has `sets` resident input sets (enough to overflow L2 twice, so the
-//! numbers are not L2-resident best cases) and a pool of `sets + 1` distinct inputs
-//! drawn from the run seed. A repeat first, outside the timed region, poisons every
-//! set's O (guard restored) and refills set `i` with pool entry `(i + repeat) mod
-//! (sets + 1)` by device-to-device copies; then it launches each set exactly once
-//! between two events. So every timed launch computes on inputs that set did not hold
-//! in the repeat before, into an output that holds no result: a kernel that returns
-//! at once when O already holds finite values, that memoizes by buffer pointer, or
-//! that computes on only every k-th launch leaves poison behind.
+//! The problem has `sets` resident input slots per tensor (enough to overflow L2
+//! twice, so the numbers are not L2-resident best cases) and as many outputs. Every
+//! repeat, outside the timed region, draws new inputs into every slot on the device
+//! (the counter-based generator of [`crate::philox`], keyed per launch from a secret
+//! nonce drawn from the OS for each FAST), poisons every O and the workspace, and pairs
+//! the slots anew: launch `i` computes on Q slot `σ(i)`, K slot `τ(i)`, V slot `π(i)`
+//! into O slot `ρ(i)`, four independent permutations. So:
+//! - no timed launch meets inputs any earlier launch of the kernel met: a kernel that
+//!   memoizes its outputs by input content (or by buffer address, or that peeks at O)
+//!   finds nothing to reuse and is timed doing the work;
+//! - no launch can tell from its own arguments which inputs another launch of the
+//!   repeat will get: a kernel that computes other launches' outputs ahead (to fill
+//!   the GPU with two problems at once) computes them on the wrong inputs.
 //!
-//! After the repeats every set's O is compared with the reference of the inputs it
-//! holds ([`verify`]): the CPU reference of [`crate::reference`], with all rows where
-//! the problem is small and sampled rows per (b, h) where it is large, the same
-//! sampling GREEN uses. A device reference would be faster for large shapes but is
-//! one more kernel to trust; the pool's references are computed once per run and
-//! shared by every kernel gated with that seed, so the CPU costs little per kernel.
+//! Then it checks, every row, against a reference the device computes in fp32 from
+//! the draw's seed ([`AttentionKernel::check_timed`]): every launch of the last repeat,
+//! every launch of one earlier repeat chosen at random before the timing (every repeat
+//! copies its outputs aside alike, so none looks chosen), and one launch chosen at
+//! random after each other repeat. A kernel that skips work on the repeats it guesses
+//! are not judged is caught on the spot checks. The device reference is itself held
+//! to candle's on sampled rows of two checked launches ([`crate::verify::cross_check`]).
 //!
 //! Repeats whose launches are shorter than [`FastOptions::graph_below_us`] each are
 //! a captured CUDA graph replayed between the events (host launch gaps would
-//! otherwise be timed as kernel time); the refills are plain stream copies before
-//! the start event, so the graph's buffers never change.
+//! otherwise be timed as kernel time); its launches are re-pointed every repeat.
 
 use crate::error::GateError;
-use crate::green::{judge, LaunchCheck};
+use crate::green::LaunchCheck;
 use crate::inputs::Inputs;
-use crate::kernel::{pool_index, AttentionKernel, Output, TimingMethod};
+use crate::kernel::{AttentionKernel, CheckRequest, Draw, RepeatPlan, RowCheck, TimingMethod};
 use crate::outcome::Timing;
-use crate::reference::Reference;
+use crate::reference::{cross_check_rows, reference_at};
+use crate::verify::{cross_check, reference_row_indices, verdict};
 use evo_genome::Problem;
-use rayon::prelude::*;
-use std::sync::Arc;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// H100's L2 (50 MB); the L4's is 48 MB, so one figure serves both targets.
 pub const L2_BYTES: u64 = 50 * 1024 * 1024;
@@ -47,6 +53,10 @@ pub struct FastOptions {
     /// Device time the repeats may take, milliseconds: a slow kernel on a large shape
     /// gets fewer repeats (never under 3) instead of holding the GPU for minutes.
     pub budget_ms: f64,
+    /// The key of every draw, permutation and choice of checked launches. `None` (every
+    /// real run): drawn from the OS for each FAST, so nothing a kernel can know ahead
+    /// predicts its inputs; it is recorded with the timing. Tests fix it.
+    pub nonce: Option<u64>,
 }
 
 impl Default for FastOptions {
@@ -56,6 +66,7 @@ impl Default for FastOptions {
             warmup_ms: 25.0,
             graph_below_us: 200.0,
             budget_ms: 4000.0,
+            nonce: None,
         }
     }
 }
@@ -89,32 +100,45 @@ pub fn input_sets(p: &Problem) -> usize {
         .clamp(1, MAX_INPUT_SETS as u64) as usize
 }
 
-/// The pool FAST refills its sets from: one more entry than there are sets.
-pub fn pool_len(p: &Problem) -> usize {
-    input_sets(p) + 1
+/// One checked launch of the timed repeats.
+#[derive(Debug, Clone)]
+pub struct TimedCheck {
+    /// Which timed repeat (from 0) and which launch of it.
+    pub repeat: usize,
+    pub launch: usize,
+    pub check: LaunchCheck,
 }
 
-/// What FAST measured and what the timed launches produced.
+/// What FAST measured and what the checked launches produced.
 #[derive(Debug, Clone)]
 pub struct Fast {
     pub timing: Timing,
-    /// One check per set, against the reference of the inputs it held last.
-    pub checks: Vec<LaunchCheck>,
+    pub checks: Vec<TimedCheck>,
+    /// The key the draws came from (reproduces them with `FastOptions::nonce`).
+    pub nonce: u64,
+    /// Launches timed in all (repeats × sets).
+    pub timed_launches: usize,
 }
 
 impl Fast {
-    /// The first failing set's reason, naming the check; `None` when all passed.
+    /// The first failing launch's reason, naming the check; `None` when all passed.
     pub fn failure(&self) -> Option<String> {
-        let failed = self.checks.iter().filter(|c| c.failure.is_some()).count();
-        self.checks.iter().enumerate().find_map(|(i, c)| {
-            c.failure.as_ref().map(|f| {
+        let failed = self
+            .checks
+            .iter()
+            .filter(|c| c.check.failure.is_some())
+            .count();
+        self.checks.iter().find_map(|c| {
+            c.check.failure.as_ref().map(|f| {
                 format!(
-                    "FAST verification (the timed launches' outputs against the reference): \
-                     {failed} of {} input sets wrong after {} timed repeats, first set {i} \
-                     (input seed {}): {f}",
+                    "FAST verification (timed launches chosen after the fact, every row \
+                     against the device reference): {failed} of {} checked launches wrong \
+                     ({} timed), first repeat {} launch {} (input seed {}): {f}",
                     self.checks.len(),
-                    self.timing.repeats,
-                    c.input_seed
+                    self.timed_launches,
+                    c.repeat,
+                    c.launch,
+                    c.check.input_seed
                 )
             })
         })
@@ -124,53 +148,111 @@ impl Fast {
     pub fn worst(&self) -> Option<LaunchCheck> {
         self.checks
             .iter()
+            .map(|c| &c.check)
             .find(|c| c.failure.is_some())
             .or_else(|| {
                 self.checks
                     .iter()
+                    .map(|c| &c.check)
                     .max_by(|a, b| a.rel_frob.total_cmp(&b.rel_frob))
             })
             .cloned()
     }
+
+    /// One line for a record: what was timed and what was checked.
+    pub fn summary(&self) -> String {
+        format!(
+            "FAST verified: {} of {} timed launches of {} checked row by row (draws keyed \
+             by nonce {:#018x})",
+            self.checks.len(),
+            self.timed_launches,
+            self.timing.problem,
+            self.nonce
+        )
+    }
 }
 
-/// Times `kernel` on the pool's problem and checks what the timed launches produced.
-/// `pool` holds `pool_len(problem)` distinct inputs with their references.
+/// Draws each repeat's launches: a fresh seed per launch and four independent slot
+/// permutations, all from one ChaCha stream keyed by the nonce (the host's alone).
+struct Planner {
+    rng: ChaCha8Rng,
+    sets: usize,
+}
+
+impl Planner {
+    fn next(&mut self) -> Vec<Draw> {
+        let perm = |rng: &mut ChaCha8Rng| {
+            let mut p: Vec<usize> = (0..self.sets).collect();
+            p.shuffle(rng);
+            p
+        };
+        let (q, k, v, o) = (
+            perm(&mut self.rng),
+            perm(&mut self.rng),
+            perm(&mut self.rng),
+            perm(&mut self.rng),
+        );
+        (0..self.sets)
+            .map(|i| Draw {
+                seed: self.rng.random(),
+                q: q[i],
+                k: k[i],
+                v: v[i],
+                o: o[i],
+            })
+            .collect()
+    }
+}
+
+/// Times `kernel` on `problem` and checks launches of the timed repeats.
 pub fn time_problem(
     kernel: &mut dyn AttentionKernel,
-    pool: &[Arc<(Inputs, Reference)>],
+    problem: &Problem,
     options: &FastOptions,
 ) -> Result<Fast, GateError> {
-    let problem = pool
-        .first()
-        .map(|e| e.0.problem)
-        .ok_or_else(|| GateError::Abi("FAST needs a pool of inputs".into()))?;
-    let sets = (pool.len() - 1).max(1);
-    let inputs: Vec<&Inputs> = pool.iter().map(|e| &e.0).collect();
+    let sets = input_sets(problem);
+    let nonce = options.nonce.unwrap_or_else(rand::random);
+    let mut planner = Planner {
+        rng: ChaCha8Rng::seed_from_u64(nonce),
+        sets,
+    };
     let t0 = std::time::Instant::now();
-    kernel.prepare_timing(&inputs, sets)?;
+    kernel.prepare_timing(problem, sets)?;
     let t_prepare = t0.elapsed();
+    let run = |kernel: &mut dyn AttentionKernel,
+               planner: &mut Planner,
+               keep: bool,
+               method: TimingMethod|
+     -> Result<(f64, Vec<Draw>), GateError> {
+        let draws = planner.next();
+        let ms = kernel.time_repeat(
+            &RepeatPlan {
+                draws: &draws,
+                keep,
+            },
+            method,
+        )?;
+        Ok((ms, draws))
+    };
 
     // Warm-up (module load, first touch, clocks ramping): repeats until warmup_ms
     // has passed on the device.
-    let mut repeat = 0;
-    let mut spent = 0.0;
-    while spent < options.warmup_ms && repeat < 1000 {
-        spent += kernel.time_repeat(repeat, TimingMethod::Events)?;
-        repeat += 1;
+    let (mut warm, mut spent) = (0u32, 0.0);
+    while spent < options.warmup_ms && warm < 1000 {
+        spent += run(kernel, &mut planner, false, TimingMethod::Events)?.0;
+        warm += 1;
     }
     // Events around host launches include the host's launch gaps (a few µs per
     // kernel), so a launch is sized by a graph replay: device time only. A kernel (or
     // library) that cannot be captured is timed with events, and the timing says so.
-    let warm_us = spent / repeat as f64 * 1e3 / sets as f64;
+    let warm_us = spent / warm as f64 * 1e3 / sets as f64;
     let mut method = TimingMethod::Events;
-    let mut repeat_ms = spent / repeat as f64;
+    let mut repeat_ms = spent / warm as f64;
     if warm_us < options.graph_below_us.max(1000.0) {
-        let graphed = kernel
-            .time_repeat(repeat, TimingMethod::Graph)
-            .and_then(|_| kernel.time_repeat(repeat + 1, TimingMethod::Graph));
-        repeat += 2;
-        if let Ok(ms) = graphed {
+        let graphed = run(kernel, &mut planner, false, TimingMethod::Graph)
+            .and_then(|_| run(kernel, &mut planner, false, TimingMethod::Graph));
+        warm += 2;
+        if let Ok((ms, _)) = graphed {
             if ms * 1e3 / (sets as f64) < options.graph_below_us {
                 method = TimingMethod::Graph;
                 repeat_ms = ms;
@@ -179,25 +261,102 @@ pub fn time_problem(
     }
     let repeats = options
         .repeats
-        .min(((options.budget_ms / repeat_ms.max(1e-6)) as u32).max(3));
+        .min(((options.budget_ms / repeat_ms.max(1e-6)) as u32).max(3))
+        .max(2) as usize;
     let t_warm = t0.elapsed();
-    let mut per_call_us = Vec::with_capacity(repeats as usize);
-    for _ in 0..repeats {
-        per_call_us.push(kernel.time_repeat(repeat, method)? * 1e3 / sets as f64);
-        repeat += 1;
-    }
-    let last = repeat - 1;
-    let outputs = kernel.timed_outputs()?;
-    if outputs.len() != sets {
-        return Err(GateError::Abi(format!(
-            "{} returned {} timed outputs for {sets} input sets",
-            kernel.name(),
-            outputs.len()
-        )));
+
+    // Chosen before the timing, out of the kernel's sight: the earlier repeat checked
+    // in full.
+    let kept = planner.rng.random_range(0..repeats - 1);
+    let mut per_call_us = Vec::with_capacity(repeats);
+    let mut checked: Vec<(usize, usize, Draw, RowCheck)> = Vec::new();
+    let mut kept_draws = Vec::new();
+    let mut last_draws = Vec::new();
+    for t in 0..repeats {
+        let (ms, draws) = run(kernel, &mut planner, t == kept, method)?;
+        per_call_us.push(ms * 1e3 / sets as f64);
+        if t == kept {
+            kept_draws = draws;
+        } else if t + 1 == repeats {
+            last_draws = draws;
+        } else {
+            let i = planner.rng.random_range(0..sets);
+            let request = CheckRequest {
+                draw: draws[i],
+                archived: false,
+                reference_rows: Vec::new(),
+            };
+            let found = one(kernel.check_timed(std::slice::from_ref(&request))?)?;
+            checked.push((t, i, draws[i], found));
+        }
     }
     let t_timed = t0.elapsed();
-    let checks = verify(&outputs, pool, last);
-    if checks.iter().all(|c| c.failure.is_none()) {
+
+    // Every launch of the last repeat (live) and of the kept one (archived); one launch
+    // of each, chosen at random, also brings back the reference's rows for candle.
+    let mut cross = Vec::new();
+    for (t, draws, archived) in [(repeats - 1, &last_draws, false), (kept, &kept_draws, true)] {
+        let pick = planner.rng.random_range(0..sets);
+        let rows = |d: &Draw| {
+            (0..(problem.batch * problem.heads) as usize)
+                .map(|bh| cross_check_rows(problem, d.seed, bh))
+                .collect::<Vec<_>>()
+        };
+        let requests: Vec<CheckRequest> = draws
+            .iter()
+            .enumerate()
+            .map(|(i, d)| CheckRequest {
+                draw: *d,
+                archived,
+                reference_rows: if i == pick {
+                    let per_head = rows(d);
+                    let lq = problem.q_len;
+                    per_head
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(bh, rs)| rs.iter().map(move |&r| bh as u32 * lq + r))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        let found = kernel.check_timed(&requests)?;
+        if found.len() != requests.len() {
+            return Err(GateError::Abi(format!(
+                "{}: {} checks for {} requests",
+                kernel.name(),
+                found.len(),
+                requests.len()
+            )));
+        }
+        for (i, (d, f)) in draws.iter().zip(found).enumerate() {
+            if i == pick {
+                cross.push((*d, f.reference_at.clone()));
+            }
+            checked.push((t, i, *d, f));
+        }
+    }
+    // The device reference against candle's, on the rows brought back.
+    for (draw, device_rows) in &cross {
+        let inputs = Inputs::random(problem, draw.seed, 1.0);
+        let cpu = reference_at(&inputs, |bh| cross_check_rows(problem, draw.seed, bh))?;
+        debug_assert_eq!(
+            reference_row_indices(problem, &cpu).len() * problem.head_dim.get() as usize,
+            device_rows.len()
+        );
+        cross_check(problem, device_rows, &cpu)?;
+    }
+    checked.sort_by_key(|c| (c.0, c.1));
+    let checks: Vec<TimedCheck> = checked
+        .into_iter()
+        .map(|(repeat, launch, draw, found)| TimedCheck {
+            repeat,
+            launch,
+            check: verdict(problem, draw.seed, &found.stats, &found.findings, 0.0),
+        })
+        .collect();
+    if checks.iter().all(|c| c.check.failure.is_none()) {
         kernel.timing_verified();
     }
     // EVO_LOG=evo_gates=debug: where a FAST's wall time goes.
@@ -205,35 +364,30 @@ pub fn time_problem(
         kernel = kernel.name(),
         %problem,
         sets,
-        warmup_repeats = repeat as u32 - repeats,
+        warmup_repeats = warm,
         repeats,
+        checked = checks.len(),
         prepare_ms = t_prepare.as_secs_f64() * 1e3,
         warmup_ms = (t_warm - t_prepare).as_secs_f64() * 1e3,
-        timed_and_download_ms = (t_timed - t_warm).as_secs_f64() * 1e3,
+        timed_ms = (t_timed - t_warm).as_secs_f64() * 1e3,
         verify_ms = (t0.elapsed() - t_timed).as_secs_f64() * 1e3,
         "FAST"
     );
     Ok(Fast {
-        timing: summarize(&problem, &per_call_us, sets as u32, method),
+        timing: summarize(problem, &per_call_us, sets as u32, method),
         checks,
+        nonce,
+        timed_launches: repeats * sets,
     })
 }
 
-/// Checks each set's output of the last repeat against the reference of the inputs
-/// it held (pool entry [`pool_index`]`(set, last, pool.len())`), in parallel.
-pub fn verify(
-    outputs: &[Output],
-    pool: &[Arc<(Inputs, Reference)>],
-    last: usize,
-) -> Vec<LaunchCheck> {
-    outputs
-        .par_iter()
-        .enumerate()
-        .map(|(set, out)| {
-            let entry = &pool[pool_index(set, last, pool.len())];
-            judge(&entry.0, out, &entry.1)
-        })
-        .collect()
+fn one(mut found: Vec<RowCheck>) -> Result<RowCheck, GateError> {
+    match (found.pop(), found.is_empty()) {
+        (Some(f), true) => Ok(f),
+        _ => Err(GateError::Abi(
+            "one check asked for, another number came back".into(),
+        )),
+    }
 }
 
 /// Median, min and max of per-call times; TFLOP/s at the median.

@@ -4,15 +4,21 @@
 //! recorded seed (the second catches a kernel that replays a stale result), each
 //! into an output poisoned with NaN. A launch passes when every element was
 //! written, none is NaN or Inf, and the relative Frobenius and max abs errors
-//! against the candle reference are within the dtype's [`Tolerance`].
+//! against the reference are within the dtype's [`Tolerance`].
+//!
+//! The reference is candle's on the CPU for every row of a small case. Above
+//! [`FULL_REFERENCE_MACS`] the CPU computes a sample of rows per (b, h), and every row
+//! is judged against an fp32 reference the device computes from the launch's seed
+//! ([`AttentionKernel::check_last_run`]); the device reference must agree with
+//! candle's on the sampled rows ([`crate::verify::cross_check`]), each time.
 
 use crate::error::GateError;
-use crate::fast::pool_len;
 use crate::inputs::{case_key, launch_seed, poison_bits, to_f32, Inputs};
 use crate::kernel::{AttentionKernel, Output};
-use crate::reference::{reference, Reference};
+use crate::reference::{reference, Reference, FULL_REFERENCE_MACS};
 use crate::suite::Case;
-use crate::tolerance::{ErrorStats, Tolerance, Worst};
+use crate::tolerance::{Tolerance, Worst};
+use crate::verify::{cross_check, reference_row_indices, verdict, Findings, LaunchStats, RowStat};
 use evo_genome::Problem;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -122,7 +128,7 @@ pub fn run_green(
     run_green_cached(kernel, cases, options, &mut GreenCache::default())
 }
 
-/// The inputs and references of a run, drawn and computed once and shared by every
+/// The inputs and CPU references of a run, drawn and computed once and shared by every
 /// kernel gated with the same seed (200 genomes x 24 launches would otherwise spend
 /// their time in the CPU reference). Each kernel still sees two different input sets
 /// per case, and each launch starts from a freshly poisoned output.
@@ -167,40 +173,6 @@ impl GreenCache {
             case.problem,
             case.q_gain.to_bits(),
         )
-    }
-
-    /// FAST's pool for the `n`-th timed problem: [`pool_len`] distinct inputs and their
-    /// references, drawn from the run seed and computed in parallel on first use.
-    pub fn pool(
-        &mut self,
-        seed: u64,
-        n: usize,
-        problem: &Problem,
-    ) -> Result<Vec<Arc<(Inputs, Reference)>>, GateError> {
-        let keys: Vec<(u64, Problem, u32)> = (0..pool_len(problem))
-            .map(|j| {
-                (
-                    launch_seed(seed, 1000 + n as u64, j),
-                    *problem,
-                    1.0f32.to_bits(),
-                )
-            })
-            .collect();
-        let missing: Vec<_> = keys
-            .iter()
-            .filter(|k| !self.entries.contains_key(k))
-            .copied()
-            .collect();
-        let computed: Result<Vec<_>, GateError> = missing
-            .par_iter()
-            .map(|&key| {
-                let inputs = Inputs::random(&key.1, key.0, 1.0);
-                let refs = reference(&inputs)?;
-                Ok((key, Arc::new((inputs, refs))))
-            })
-            .collect();
-        self.entries.extend(computed?);
-        Ok(keys.iter().map(|k| self.entries[k].clone()).collect())
     }
 
     /// Computes every launch of `cases` in parallel (rayon) ahead of the GPU work.
@@ -266,14 +238,16 @@ pub fn check_once(
     check_against(kernel, inputs, &refs)
 }
 
-/// One launch on `inputs`, checked against a reference computed before.
+/// One launch on `inputs`, checked against a reference computed before: every row of a
+/// large case on the device (when the kernel has one), else the CPU reference's rows.
 pub fn check_against(
     kernel: &mut dyn AttentionKernel,
     inputs: &Inputs,
     refs: &Reference,
 ) -> Result<LaunchCheck, GateError> {
     let out = kernel.run_once(inputs)?;
-    let expected_len = inputs.problem.q_elems();
+    let p = &inputs.problem;
+    let expected_len = p.q_elems();
     if out.o.len() != expected_len {
         return Err(GateError::Abi(format!(
             "{} returned {} output elements for {}, expected {expected_len}",
@@ -282,88 +256,85 @@ pub fn check_against(
             inputs.problem
         )));
     }
-    Ok(judge(inputs, &out, refs))
+    if p.macs() <= FULL_REFERENCE_MACS {
+        return Ok(judge(inputs, &out, refs));
+    }
+    let rows = reference_row_indices(p, refs);
+    match kernel.check_last_run(inputs, &rows)? {
+        None => Ok(judge(inputs, &out, refs)),
+        Some(found) => {
+            cross_check(p, &found.reference_at, refs)?;
+            let findings = Findings {
+                guard_breach: out.guard_breach.clone(),
+                ..found.findings
+            };
+            Ok(verdict(
+                p,
+                inputs.seed,
+                &found.stats,
+                &findings,
+                refs.max_abs_score,
+            ))
+        }
+    }
 }
 
-/// Applies the checks to an output (pure: the fake-device tests call it directly).
+/// Applies the checks to an output against the CPU reference's rows (pure: the
+/// fake-device tests call it directly). Unwritten and non-finite elements are counted
+/// over the whole output; the errors over the reference's rows.
 pub fn judge(inputs: &Inputs, output: &Output, refs: &Reference) -> LaunchCheck {
     let out = &output.o;
     let p = &inputs.problem;
     let (lq, d) = (p.q_len as usize, p.head_dim.get() as usize);
-    let heads = p.heads as usize;
-    let at = |i: usize| {
-        let (bh, rest) = (i / (lq * d), i % (lq * d));
-        format!(
-            "(b={}, h={}, row={}, col={})",
-            bh / heads,
-            bh % heads,
-            rest / d,
-            rest % d
-        )
-    };
     let poison = poison_bits(p.dtype);
-    // Elements still holding the poison, and other NaN or Inf: how many, and the first.
-    let (mut unwritten, mut nonfinite) = ((0usize, None), (0usize, None));
+    let mut stats = LaunchStats::default();
     for (i, &bits) in out.iter().enumerate() {
         if bits == poison {
-            unwritten.0 += 1;
-            unwritten.1.get_or_insert(i);
+            stats.unwritten += 1;
+            stats.first_unwritten.get_or_insert(i);
         } else if !to_f32(p.dtype, bits).is_finite() {
-            nonfinite.0 += 1;
-            nonfinite.1.get_or_insert(i);
+            stats.nonfinite += 1;
+            stats.first_nonfinite.get_or_insert(i);
         }
     }
-
-    let mut stats = ErrorStats::default();
-    let dtype = p.dtype;
+    let heads = p.heads as usize;
     for (bh, head) in refs.heads.iter().enumerate() {
         let (b, h) = ((bh / heads) as u32, (bh % heads) as u32);
         for (i, &row) in head.rows.iter().enumerate() {
             let at = (bh * lq + row as usize) * d;
-            stats.add_row(
+            stats.errors.add_row(
                 (b, h, row),
                 &out[at..at + d],
-                |bits| to_f32(dtype, bits),
+                |bits| to_f32(p.dtype, bits),
                 &head.out[i * d..(i + 1) * d],
             );
         }
     }
-    let tol = Tolerance::for_dtype(p.dtype);
-    let mut reasons: Vec<String> = output.guard_breach.iter().cloned().collect();
-    if let (n, Some(first)) = unwritten {
-        reasons.push(format!(
-            "{n} of {} output elements never written (still the NaN poison), first at {}",
-            out.len(),
-            at(first)
-        ));
-    }
-    if let (n, Some(first)) = nonfinite {
-        reasons.push(format!(
-            "{n} output elements are NaN or Inf, first at {}",
-            at(first)
-        ));
-    }
-    let violations = stats.violations(&tol);
-    if !violations.is_empty() {
-        let worst = stats
-            .worst
-            .map(|w| format!("; worst at {w}"))
-            .unwrap_or_default();
-        reasons.push(format!(
-            "{} over {} rows{worst}",
-            violations.join(", "),
-            refs.rows_checked()
-        ));
-    }
-    LaunchCheck {
-        input_seed: inputs.seed,
-        rel_frob: stats.rel_frob(),
-        max_abs: stats.max_abs,
-        worst: stats.worst,
-        unwritten: unwritten.0,
-        nonfinite: nonfinite.0,
-        rows_checked: refs.rows_checked(),
-        max_abs_score: refs.max_abs_score,
-        failure: (!reasons.is_empty()).then(|| reasons.join("; ")),
-    }
+    stats.rows = refs.rows_checked();
+    let findings = Findings {
+        guard_breach: output.guard_breach.clone(),
+        inputs_changed: None,
+    };
+    verdict(p, inputs.seed, &stats, &findings, refs.max_abs_score)
+}
+
+/// Row summaries of `out` against every row of a full `refs` (the CPU side of a
+/// device check, for kernels that stand in for one in the tests).
+pub fn row_stats(inputs: &Inputs, out: &[u16], refs: &Reference) -> Vec<RowStat> {
+    let d = inputs.problem.head_dim.get() as usize;
+    let lq = inputs.problem.q_len as usize;
+    refs.heads
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(bh, head)| {
+            head.rows.iter().enumerate().map(move |(i, &row)| {
+                let at = (bh * lq + row as usize) * d;
+                RowStat::of_row(
+                    &out[at..at + d],
+                    &head.out[i * d..(i + 1) * d],
+                    inputs.problem.dtype,
+                )
+            })
+        })
+        .collect()
 }

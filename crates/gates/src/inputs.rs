@@ -1,18 +1,19 @@
 //! Random inputs for one launch: Q, K, V as the kernel's 16-bit elements, and their
 //! exact f32 upcasts for the reference.
 //!
-//! Inputs are drawn fresh for every launch from a ChaCha stream whose seed is
-//! recorded in the report, so a failure can be replayed bit for bit. Values are
-//! standard normal (never zeros: zeros hide unwritten outputs and wrong indexing);
-//! the large-logit cases multiply Q so that scores reach |s| > 100, where a softmax
-//! without the running max overflows `expf` (fp32 overflows past exp(88.7)).
+//! Inputs are drawn fresh for every launch by the counter-based generator of
+//! [`crate::philox`] from a seed recorded in the report, so a failure can be replayed
+//! bit for bit, and the device draws the same bits (FAST draws its timed inputs there).
+//! Values have zero mean and unit variance (never zeros: zeros hide unwritten outputs
+//! and wrong indexing); the large-logit cases multiply Q so that scores reach
+//! |s| > 100, where a softmax without the running max overflows `expf` (fp32
+//! overflows past exp(88.7)).
 
+use crate::philox::{draw_into, value_scale, Tensor};
 use evo_genome::{Dtype, Problem};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-/// Elements per independently seeded chunk of an input tensor.
+/// Elements per chunk an input tensor is drawn in (in parallel; `CHUNK` is even).
 pub const CHUNK: usize = 1 << 16;
 
 /// The bit pattern the output is filled with before every launch: a quiet NaN with a
@@ -106,41 +107,28 @@ pub struct Inputs {
 }
 
 impl Inputs {
-    /// Standard normal Q, K, V; Q is multiplied by `q_gain` (1 for ordinary cases).
+    /// Q, K, V of unit variance drawn from `seed`; Q is multiplied by `q_gain` (1 for
+    /// ordinary cases).
     ///
-    /// Each tensor is drawn in chunks of [`CHUNK`] elements, chunk `c` of tensor `t`
-    /// from ChaCha stream `t << 32 | c` of the seed, in parallel: the large timing
-    /// shapes (50 M elements) take a fraction of a second instead of seconds, and
-    /// the values do not depend on the number of threads.
+    /// Chunks of [`CHUNK`] elements are drawn in parallel; the generator is counter
+    /// based, so the values do not depend on the number of threads.
     pub fn random(problem: &Problem, seed: u64, q_gain: f32) -> Inputs {
         let dtype = problem.dtype;
-        let draw = |tensor: u64, n: usize, gain: f32| -> Vec<u16> {
+        let draw = |tensor: Tensor, n: usize, gain: f32| -> Vec<u16> {
+            let scale = value_scale(gain);
             let mut out = vec![0u16; n];
             out.par_chunks_mut(CHUNK)
                 .enumerate()
-                .for_each(|(c, chunk)| {
-                    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-                    rng.set_stream((tensor << 32) | c as u64);
-                    for pair in chunk.chunks_mut(2) {
-                        let (z0, z1) = normal_pair(&mut rng);
-                        pair[0] = to_bits(dtype, gain * z0);
-                        if let Some(x) = pair.get_mut(1) {
-                            *x = to_bits(dtype, gain * z1);
-                        }
-                    }
-                });
+                .for_each(|(c, chunk)| draw_into(chunk, dtype, seed, tensor, c * CHUNK, scale));
             out
         };
-        let q = draw(0, problem.q_elems(), q_gain);
-        let k = draw(1, problem.kv_elems(), 1.0);
-        let v = draw(2, problem.kv_elems(), 1.0);
         Inputs {
             problem: *problem,
             seed,
             q_gain,
-            q,
-            k,
-            v,
+            q: draw(Tensor::Q, problem.q_elems(), q_gain),
+            k: draw(Tensor::K, problem.kv_elems(), 1.0),
+            v: draw(Tensor::V, problem.kv_elems(), 1.0),
         }
     }
 
@@ -159,15 +147,6 @@ impl Inputs {
             .map(|&b| to_f32(self.problem.dtype, b))
             .collect()
     }
-}
-
-/// Two independent standard normal samples (Box–Muller, both outputs used).
-fn normal_pair<R: Rng>(rng: &mut R) -> (f32, f32) {
-    let u1: f64 = rng.random_range(f64::MIN_POSITIVE..1.0);
-    let u2: f64 = rng.random();
-    let r = (-2.0 * u1.ln()).sqrt();
-    let (s, c) = (std::f64::consts::TAU * u2).sin_cos();
-    ((r * c) as f32, (r * s) as f32)
 }
 
 /// The seed of launch `launch` of the case keyed `case` under a run seed: distinct per

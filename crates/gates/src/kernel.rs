@@ -40,11 +40,48 @@ pub struct Output {
     pub guard_breach: Option<String>,
 }
 
-/// The pool entry input set `set` holds during timed repeat `repeat`. With a pool of
-/// more entries than sets, no set holds the inputs it held in the repeat before and no
-/// two sets hold the same inputs within a repeat.
-pub fn pool_index(set: usize, repeat: usize, pool_len: usize) -> usize {
-    (set + repeat) % pool_len.max(1)
+/// One launch of a FAST repeat: the inputs it computes on, drawn on the device from
+/// `seed` by the generator of [`crate::philox`] (unit gain), and the slots of the
+/// resident buffers that hold its Q, K, V and O. FAST draws the slots of each tensor as
+/// independent permutations every repeat, so a launch's arguments say nothing about
+/// which Q goes with which K, V and O in any other launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Draw {
+    pub seed: u64,
+    pub q: usize,
+    pub k: usize,
+    pub v: usize,
+    pub o: usize,
+}
+
+/// One FAST repeat: launch `i` computes on `draws[i]`. Afterwards every O is copied
+/// aside, to the kept archive when `keep` (the repeat FAST checks in full after the
+/// timing) or to a scratch one otherwise, so every repeat costs and looks the same.
+#[derive(Debug, Clone, Copy)]
+pub struct RepeatPlan<'a> {
+    pub draws: &'a [Draw],
+    pub keep: bool,
+}
+
+/// A launch FAST asks to have checked: its draw, whether its output is read from the
+/// kept archive (else from the live O slots, right after its repeat or after the last
+/// one), and the rows (`bh·Lq + row`) whose reference values should come back for the
+/// comparison with candle's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRequest {
+    pub draw: Draw,
+    pub archived: bool,
+    pub reference_rows: Vec<u32>,
+}
+
+/// What checking one launch on the device found.
+#[derive(Debug, Clone)]
+pub struct RowCheck {
+    /// Every row of the output against the device's fp32 reference.
+    pub stats: crate::verify::LaunchStats,
+    /// The device reference at the rows asked for, D values each.
+    pub reference_at: Vec<f32>,
+    pub findings: crate::verify::Findings,
 }
 
 /// An attention implementation the gates can check and time.
@@ -58,25 +95,40 @@ pub trait AttentionKernel {
     /// 16-bit elements (so unwritten elements are recognised by their bits).
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError>;
 
-    /// Makes `sets` resident input sets with their outputs, and keeps `pool` (distinct
-    /// inputs of one problem, more of them than `sets`) resident to refill them from.
-    fn prepare_timing(&mut self, pool: &[&Inputs], sets: usize) -> Result<(), GateError>;
+    /// Every row of the last [`AttentionKernel::run_once`]'s output against a reference
+    /// the device computes from `inputs`' seed and gain (drawn again, not read back
+    /// from buffers the kernel could have written), with the reference's values at
+    /// `reference_rows`. `None` when there is no device to do it (the CPU fakes without
+    /// one): GREEN then judges on the CPU reference's rows alone.
+    fn check_last_run(
+        &mut self,
+        _inputs: &Inputs,
+        _reference_rows: &[u32],
+    ) -> Result<Option<RowCheck>, GateError> {
+        Ok(None)
+    }
 
-    /// One timed repeat. Outside the timed region, every set's O (and the split-KV
-    /// workspace) is poisoned and set `i` is refilled with pool entry
-    /// [`pool_index`]`(i, repeat, pool.len())`; then each set is launched exactly once
-    /// between two events. Milliseconds for those launches.
-    fn time_repeat(&mut self, repeat: usize, method: TimingMethod) -> Result<f64, GateError>;
+    /// Makes `sets` resident input slots per tensor and as many outputs.
+    fn prepare_timing(&mut self, problem: &Problem, sets: usize) -> Result<(), GateError>;
 
-    /// Every set's output as the last repeat left it, in set order.
-    fn timed_outputs(&mut self) -> Result<Vec<Output>, GateError>;
+    /// One repeat of FAST: outside the timed region every input slot a draw names is
+    /// drawn anew on the device and every O (and the split-KV workspace) is poisoned;
+    /// then launch `i` runs on `plan.draws[i]`, all of them between two events; then
+    /// every O is copied aside (see [`RepeatPlan`]) and the guards after every O and
+    /// the workspace are checked. Milliseconds for the launches.
+    fn time_repeat(&mut self, plan: &RepeatPlan, method: TimingMethod) -> Result<f64, GateError>;
+
+    /// Checks launches of the repeats timed so far, each against the device reference
+    /// of its draw. A live request reads the O slot its draw names as the last repeat
+    /// left it, and also finds out whether the kernel wrote into that launch's inputs.
+    fn check_timed(&mut self, requests: &[CheckRequest]) -> Result<Vec<RowCheck>, GateError>;
 
     /// The problem the kernel was last prepared for, if any.
     fn prepared(&self) -> Option<Problem>;
 
-    /// FAST checked every set of the last timed repeats and all were right: the
-    /// timing buffers may be handed to the next kernel timed on this device (see
-    /// `LoadedKernel`). Never called when a check failed, so buffers a kernel may
-    /// have written outside of are not reused.
+    /// FAST checked the launches it chose and all were right: the timing slots may be
+    /// handed to the next kernel timed on this device (see `LoadedKernel`). Never
+    /// called when a check failed, so slots a kernel may have written outside of are
+    /// not reused.
     fn timing_verified(&mut self) {}
 }

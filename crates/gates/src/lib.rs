@@ -1,11 +1,14 @@
 //! The gates: GREEN (is it right?) and FAST (how fast?), on the GPU.
 //!
 //! Layers, bottom up: [`device`] is the CUDA boundary (cudarc driver + cuBLAS; the
-//! only `unsafe`); [`kernel::AttentionKernel`] is what the gates run over (a loaded
-//! CUBIN, the cuBLAS hybrid, or a fake CPU kernel in the tests); [`reference`] is
-//! candle's CPU attention; [`green`] and [`fast`] are the gates; [`evaluate`] turns
-//! one kernel into the [`Evaluation`] record the search stores; [`report`] is the
-//! per-(kernel, case) JSON row and the table of `evo gate` / `evo bench`.
+//! only `unsafe`), with the device's own input generator and fp32 reference;
+//! [`kernel::AttentionKernel`] is what the gates run over (a loaded CUBIN, the cuBLAS
+//! hybrid, or a fake CPU kernel in the tests); [`philox`] draws every input, on the
+//! host or the device alike; [`reference`] is candle's CPU attention; [`verify`] turns
+//! a launch's rows into a verdict and holds the device reference to candle's;
+//! [`green`] and [`fast`] are the gates; [`evaluate`] turns one kernel into the
+//! [`Evaluation`] record the search stores; [`report`] is the per-(kernel, case) JSON
+//! row and the table of `evo gate` / `evo bench`.
 
 pub mod baselines;
 pub mod compile;
@@ -17,12 +20,14 @@ pub mod fast;
 pub mod green;
 pub mod inputs;
 pub mod kernel;
+pub mod philox;
 pub use evo_record as outcome;
 pub mod profile;
 pub mod reference;
 pub mod report;
 pub mod suite;
 pub mod tolerance;
+pub mod verify;
 
 #[cfg(test)]
 mod fake;

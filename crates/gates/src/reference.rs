@@ -50,12 +50,7 @@ impl Reference {
 /// The query rows a reference covers for one (b, h).
 pub fn sample_rows(problem: &Problem, seed: u64, bh: usize) -> Vec<u32> {
     let lq = problem.q_len as usize;
-    let macs = problem.batch as u64
-        * problem.heads as u64
-        * problem.q_len as u64
-        * problem.kv_len as u64
-        * problem.head_dim.get() as u64;
-    if macs <= FULL_REFERENCE_MACS || lq <= SAMPLED_ROWS {
+    if problem.macs() <= FULL_REFERENCE_MACS || lq <= SAMPLED_ROWS {
         return (0..lq as u32).collect();
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (bh as u64).wrapping_mul(0xA24B_AED4_963E_E407));
@@ -76,8 +71,47 @@ fn candle_err(e: candle_core::Error) -> GateError {
     GateError::Reference(e.to_string())
 }
 
+/// Rows per (b, h) that FAST holds the device reference to candle's on, and the most
+/// rows in all (a large B·H gets fewer per head; every (b, h) keeps at least one).
+pub const CROSS_CHECK_ROWS: usize = 8;
+pub const CROSS_CHECK_TOTAL: usize = 256;
+
+/// The rows of one (b, h) that a cross-check of the device reference compares: the
+/// last (the partial tile), the first and middle when there is room, and random others.
+pub fn cross_check_rows(problem: &Problem, seed: u64, bh: usize) -> Vec<u32> {
+    let lq = problem.q_len as usize;
+    let heads = (problem.batch * problem.heads) as usize;
+    let n = (CROSS_CHECK_TOTAL / heads)
+        .clamp(1, CROSS_CHECK_ROWS)
+        .min(lq);
+    let mut rng =
+        ChaCha8Rng::seed_from_u64(seed ^ 0xC0FF_EE00 ^ (bh as u64).wrapping_mul(0x9E37_79B9));
+    let mut rows: Vec<u32> = Vec::with_capacity(n);
+    for r in [lq - 1, 0, lq / 2]
+        .into_iter()
+        .chain(sample(&mut rng, lq, n))
+    {
+        if rows.len() == n {
+            break;
+        }
+        if !rows.contains(&(r as u32)) {
+            rows.push(r as u32);
+        }
+    }
+    rows.sort_unstable();
+    rows
+}
+
 /// Computes the reference for the rows [`sample_rows`] picks.
 pub fn reference(inputs: &Inputs) -> Result<Reference, GateError> {
+    reference_at(inputs, |bh| sample_rows(&inputs.problem, inputs.seed, bh))
+}
+
+/// Computes the reference for the rows `rows_of(bh)` names in each (b, h).
+pub fn reference_at(
+    inputs: &Inputs,
+    rows_of: impl Fn(usize) -> Vec<u32>,
+) -> Result<Reference, GateError> {
     let p = &inputs.problem;
     let (lq, lk, d) = (
         p.q_len as usize,
@@ -92,7 +126,7 @@ pub fn reference(inputs: &Inputs) -> Result<Reference, GateError> {
     let mut heads = Vec::with_capacity((p.batch * p.heads) as usize);
     let mut max_abs_score = 0f32;
     for bh in 0..(p.batch * p.heads) as usize {
-        let rows = sample_rows(p, inputs.seed, bh);
+        let rows = rows_of(bh);
         let qh = Tensor::from_slice(&q[bh * lq * d..(bh + 1) * lq * d], (lq, d), &dev)
             .map_err(candle_err)?;
         let kh = Tensor::from_slice(&k[bh * lk * d..(bh + 1) * lk * d], (lk, d), &dev)

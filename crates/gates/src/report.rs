@@ -36,6 +36,13 @@ pub struct Row {
     /// The GPU ordinal it ran on, when the gate ran on several (`evo gate --gpus`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<u32>,
+    /// The run seed GREEN's inputs and drawn shapes came from (`evo gate --seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// A timing row's verification: how many timed launches were checked, and the key
+    /// their inputs were drawn with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<String>,
 }
 
 impl Row {
@@ -65,6 +72,8 @@ impl Row {
             method: None,
             position: None,
             gpu: None,
+            seed: None,
+            checked: None,
         }
     }
 

@@ -71,6 +71,20 @@ impl std::fmt::Display for Worst {
     }
 }
 
+/// What one row contributes to [`ErrorStats`], summed where the row was compared.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowSummary {
+    /// (b, h, query row).
+    pub at: (u32, u32, u32),
+    pub diff_sq: f64,
+    pub ref_sq: f64,
+    /// The row's largest error (a NaN counted as infinite).
+    pub max_abs: f64,
+    /// Its column and the two values there; `None` for a row of no columns.
+    pub worst: Option<(u32, f32, f32)>,
+    pub columns: usize,
+}
+
 /// `x <= limit`, false for NaN (a NaN error never passes).
 fn within(x: f64, limit: f64) -> bool {
     x.partial_cmp(&limit).is_some_and(|o| o.is_le())
@@ -139,6 +153,19 @@ impl ErrorStats {
         self.diff_sq = diff_sq;
         self.ref_sq = ref_sq;
         self.compared += got.len().min(expected.len());
+    }
+
+    /// One row already summed elsewhere (the device's row comparison): its squared
+    /// error and reference sums, its largest error and where it is. Rows must come in
+    /// order, as `add_row` would have seen them.
+    pub fn add_row_summary(&mut self, row: RowSummary) {
+        self.diff_sq += row.diff_sq;
+        self.ref_sq += row.ref_sq;
+        self.compared += row.columns;
+        if let Some((col, got, expected)) = row.worst {
+            let (b, h, r) = row.at;
+            self.track_worst((b, h, r, col), row.max_abs, got, expected);
+        }
     }
 
     pub fn rel_frob(&self) -> f64 {
@@ -245,6 +272,39 @@ mod tests {
         let (a, b) = (one.worst.unwrap(), rows.worst.unwrap());
         assert_eq!((a.b, a.h, a.row, a.col), (b.b, b.h, b.row, b.col));
         assert_eq!((a.row, a.col), (7, 3), "the NaN is the worst");
+    }
+
+    #[test]
+    fn row_summaries_are_the_same_as_the_rows() {
+        let to_f32 = |b: u16| crate::inputs::to_f32(Dtype::Bf16, b);
+        let (mut rows, mut summaries) = (ErrorStats::default(), ErrorStats::default());
+        for r in 0..20u32 {
+            let expected: Vec<f32> = (0..8).map(|c| (r * 8 + c) as f32 * 0.1).collect();
+            let got: Vec<u16> = expected
+                .iter()
+                .map(|&x| crate::inputs::to_bits(Dtype::Bf16, x + 0.003 * r as f32))
+                .collect();
+            rows.add_row((0, 1, r), &got, to_f32, &expected);
+            let mut one = ErrorStats::default();
+            one.add_row((0, 1, r), &got, to_f32, &expected);
+            let w = one.worst.unwrap();
+            summaries.add_row_summary(RowSummary {
+                at: (0, 1, r),
+                diff_sq: one.diff_sq,
+                ref_sq: one.ref_sq,
+                max_abs: one.max_abs,
+                worst: Some((w.col, w.got, w.expected)),
+                columns: 8,
+            });
+        }
+        let (a, b) = (rows.rel_frob(), summaries.rel_frob());
+        assert!(
+            (a - b).abs() <= 1e-12 * a,
+            "{a} vs {b}: only the order of the sums differs"
+        );
+        assert_eq!(rows.max_abs, summaries.max_abs);
+        assert_eq!(rows.worst, summaries.worst);
+        assert_eq!(rows.compared, summaries.compared);
     }
 
     #[test]

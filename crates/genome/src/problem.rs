@@ -129,6 +129,16 @@ impl Problem {
         }
     }
 
+    /// Multiply-adds of one of the two products, B·H·Lq·Lk·D, mask ignored (the size
+    /// by which the gates choose how to check a launch).
+    pub fn macs(&self) -> u64 {
+        self.batch as u64
+            * self.heads as u64
+            * self.q_len as u64
+            * self.kv_len as u64
+            * self.head_dim.get() as u64
+    }
+
     /// Elements of Q (and of O).
     pub fn q_elems(&self) -> usize {
         self.batch as usize

@@ -1243,13 +1243,19 @@ impl Evaluator for GpuEvaluator {
 
 /// The worker's side: hold the device, answer one request per line until stdin closes.
 pub fn serve(stdin: impl BufRead, mut stdout: impl Write) -> anyhow::Result<()> {
-    use evo_gates::{Device, EvalOptions, FastOptions};
-    let device = match Device::open(0) {
+    use evo_gates::{EvalOptions, FastOptions};
+    // The device with the gates' verifier, which checks the timed launches.
+    let opened = evo_gates::Device::open(0)
+        .map_err(|e| e.to_string())
+        .and_then(|device| {
+            let tc = Toolchain::discover().map_err(|e| e.to_string())?;
+            evo_gates::compile::install_verifier(&tc, &device).map_err(|e| e.to_string())?;
+            Ok(device)
+        });
+    let device = match opened {
         Ok(d) => d,
-        Err(e) => {
-            let hello = Hello::NoDevice {
-                message: e.to_string(),
-            };
+        Err(message) => {
+            let hello = Hello::NoDevice { message };
             writeln!(stdout, "{}", serde_json::to_string(&hello)?)?;
             return Ok(());
         }

@@ -1,0 +1,170 @@
+//! What a kernel module declares about itself (kernels/ABI.md): its launch geometry
+//! (`evo_geometry`) and, for kernels that load through the copy engine, the tensor maps
+//! it wants (`evo_tensor_maps`), and how those maps are encoded for a buffer.
+
+use super::{driver, TENSOR_MAPS_SYMBOL};
+use crate::error::GateError;
+use cudarc::driver::DeviceRepr;
+use evo_genome::{Dtype, Problem};
+
+/// The launch geometry a kernel module declares in `evo_geometry`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Geometry {
+    pub block_m: u32,
+    pub threads: u32,
+    pub smem_bytes: u32,
+    pub split_kv: u32,
+    pub combine_rows: u32,
+    pub combine_threads: u32,
+}
+
+impl Geometry {
+    /// From the six ints of `evo_geometry`, refusing values no launch can use.
+    pub fn from_ints(v: &[i32]) -> Result<Geometry, String> {
+        let names = [
+            "block_m",
+            "threads_per_block",
+            "smem_bytes",
+            "split_kv",
+            "combine_rows_per_block",
+            "combine_threads",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            if v[i] < 0 {
+                return Err(format!("evo_geometry[{i}] ({name}) is negative ({})", v[i]));
+            }
+        }
+        Ok(Geometry {
+            block_m: v[0] as u32,
+            threads: v[1] as u32,
+            smem_bytes: v[2] as u32,
+            split_kv: v[3] as u32,
+            combine_rows: v[4] as u32,
+            combine_threads: v[5] as u32,
+        })
+    }
+
+    /// Checks the geometry against the device limits.
+    pub fn check(&self, max_smem_optin: u32) -> Result<(), String> {
+        if self.block_m == 0 {
+            return Err("evo_geometry[0] (block_m) is 0".into());
+        }
+        if !(1..=1024).contains(&self.threads) {
+            return Err(format!(
+                "evo_geometry[1] (threads_per_block) is {}; it must be 1..=1024",
+                self.threads
+            ));
+        }
+        if self.smem_bytes > max_smem_optin {
+            return Err(format!(
+                "evo_geometry[2] (smem_bytes) is {}, over the device's {} bytes per block",
+                self.smem_bytes, max_smem_optin
+            ));
+        }
+        if self.split_kv == 0 {
+            return Err("evo_geometry[3] (split_kv) is 0; use 1 for no split".into());
+        }
+        if self.split_kv > 1
+            && (self.combine_rows == 0 || !(1..=1024).contains(&self.combine_threads))
+        {
+            return Err(format!(
+                "split_kv is {} but the combine geometry (rows {}, threads {}) cannot be launched",
+                self.split_kv, self.combine_rows, self.combine_threads
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The tensor maps a copy-engine kernel asks for in `evo_tensor_maps`: rows of the Q
+/// box, rows of the K/V box, elements per box row, swizzle bytes (kernels/ABI.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TensorMapSpec {
+    pub q_rows: u32,
+    pub kv_rows: u32,
+    pub box_cols: u32,
+    pub swizzle: u32,
+}
+
+impl TensorMapSpec {
+    /// From the four ints of `evo_tensor_maps`, refusing boxes the copy engine rejects.
+    pub fn from_ints(v: &[i32]) -> Result<TensorMapSpec, String> {
+        let rows_ok = |r: i32| (1..=256).contains(&r);
+        if !rows_ok(v[0]) || !rows_ok(v[1]) {
+            return Err(format!(
+                "{TENSOR_MAPS_SYMBOL} asks for boxes of {} (Q) and {} (K/V) rows; a box \
+                 has 1..=256 rows",
+                v[0], v[1]
+            ));
+        }
+        if v[2] != 64 || v[3] != 128 {
+            return Err(format!(
+                "{TENSOR_MAPS_SYMBOL} asks for {} elements per box row with a {}-byte swizzle; \
+                 evo builds 64-element (128-byte) rows with the 128-byte swizzle: declare \
+                 {{q_rows, kv_rows, 64, 128}}",
+                v[2], v[3]
+            ));
+        }
+        Ok(TensorMapSpec {
+            q_rows: v[0] as u32,
+            kv_rows: v[1] as u32,
+            box_cols: 64,
+            swizzle: 128,
+        })
+    }
+}
+
+/// A `CUtensorMap` passed by value as a `__grid_constant__` kernel parameter.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct TensorMapArg([u64; 16]);
+
+// SAFETY: a plain 128-byte, 64-byte-aligned value that the kernel reads as its
+// `const __grid_constant__ CUtensorMap` parameter (the driver copies the bytes).
+unsafe impl DeviceRepr for TensorMapArg {}
+
+/// Encodes the 3-D map (D, L, B*H) of one [B, H, L, D] tensor: boxes of
+/// `spec.box_cols` x `rows` x 1, 128-byte swizzle, zeros for elements past L (so the
+/// partial tile of a head never reads the next head's rows).
+pub(crate) fn encode_tensor_map(
+    base: u64,
+    p: &Problem,
+    len: u32,
+    rows: u32,
+    spec: &TensorMapSpec,
+) -> Result<TensorMapArg, GateError> {
+    use cudarc::driver::sys as cu;
+    let d = p.head_dim.get() as u64;
+    let dims = [d, len as u64, (p.batch * p.heads) as u64];
+    let strides = [d * 2, len as u64 * d * 2];
+    let boxes = [spec.box_cols, rows, 1u32];
+    let element_strides = [1u32; 3];
+    let dtype = match p.dtype {
+        Dtype::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        Dtype::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    };
+    let mut map = cu::CUtensorMap_st { opaque: [0; 16] };
+    // SAFETY: every pointer refers to a live local array of the length the rank (3)
+    // implies; `base` is a device allocation of B*H*len*D 16-bit elements.
+    let status = unsafe {
+        cu::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            3,
+            base as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    status.result().map_err(driver(format!(
+        "encoding a tensor map for {p} (box {}x{rows})",
+        spec.box_cols
+    )))?;
+    Ok(TensorMapArg(map.opaque))
+}

@@ -1,0 +1,323 @@
+//! How the gates launch and time: an ABI call's arguments as owned values, graphs
+//! whose kernel launches are re-pointed before every replay, and event timing.
+//!
+//! FAST pairs input and output slots anew every repeat (`crate::fast`), so a captured
+//! graph cannot keep the pointers it was captured with: [`LaunchGraph`] walks the
+//! captured chain once for its kernel nodes, and before each replay hands every node
+//! the repeat's arguments (`cuGraphExecKernelNodeSetParams`, a parameter copy per node,
+//! no re-instantiation).
+
+use super::abi::TensorMapArg;
+use super::driver;
+use crate::error::GateError;
+use cudarc::driver::sys as cu;
+use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// The arguments of `evo_attention_fwd` (kernels/ABI.md), in the order of its signature.
+#[derive(Clone, Copy)]
+pub(crate) struct FwdArgs {
+    /// Q, K and V's tensor maps, first, for a kernel that loads through the copy engine.
+    pub maps: Option<[TensorMapArg; 3]>,
+    pub q: u64,
+    pub k: u64,
+    pub v: u64,
+    pub o: u64,
+    pub ws_o: u64,
+    pub ws_lse: u64,
+    pub b: i32,
+    pub h: i32,
+    pub lq: i32,
+    pub lk: i32,
+    pub causal: i32,
+    pub scale: f32,
+}
+
+/// A kernel's argument values, as `cuLaunchKernel` and kernel graph nodes take them:
+/// an array of pointers to each value, in the order of the signature.
+pub(crate) trait Args {
+    fn params(&mut self) -> Vec<*mut c_void>;
+}
+
+fn param<T>(x: &mut T) -> *mut c_void {
+    x as *mut T as *mut c_void
+}
+
+impl Args for FwdArgs {
+    fn params(&mut self) -> Vec<*mut c_void> {
+        let mut out = Vec::with_capacity(15);
+        if let Some(maps) = &mut self.maps {
+            out.extend(maps.iter_mut().map(param));
+        }
+        out.extend([
+            param(&mut self.q),
+            param(&mut self.k),
+            param(&mut self.v),
+            param(&mut self.o),
+            param(&mut self.ws_o),
+            param(&mut self.ws_lse),
+            param(&mut self.b),
+            param(&mut self.h),
+            param(&mut self.lq),
+            param(&mut self.lk),
+            param(&mut self.causal),
+            param(&mut self.scale),
+        ]);
+        out
+    }
+}
+
+/// The arguments of `evo_attention_combine`.
+#[derive(Clone, Copy)]
+pub(crate) struct CombineArgs {
+    pub ws_o: u64,
+    pub ws_lse: u64,
+    pub o: u64,
+    pub b: i32,
+    pub h: i32,
+    pub lq: i32,
+    pub splits: i32,
+}
+
+impl Args for CombineArgs {
+    fn params(&mut self) -> Vec<*mut c_void> {
+        vec![
+            param(&mut self.ws_o),
+            param(&mut self.ws_lse),
+            param(&mut self.o),
+            param(&mut self.b),
+            param(&mut self.h),
+            param(&mut self.lq),
+            param(&mut self.splits),
+        ]
+    }
+}
+
+/// Enqueues `f` with `args` on `stream`.
+///
+/// # Safety
+/// `args` must be the values of `f`'s parameters, in order and of their types (for the
+/// ABI's kernels: kernels/ABI.md, with device pointers sized for the launch's problem),
+/// and `cfg` a launch shape the device accepts for `f`.
+pub(crate) unsafe fn launch(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    args: &mut dyn Args,
+    what: &str,
+) -> Result<(), GateError> {
+    let mut params = args.params();
+    // SAFETY: the caller's; every pointer of `params` points into `args`, alive until
+    // the call returns (the driver copies the values).
+    unsafe {
+        cudarc::driver::result::launch_kernel(
+            f.cu_function(),
+            cfg.grid_dim,
+            cfg.block_dim,
+            cfg.shared_mem_bytes,
+            stream.cu_stream(),
+            &mut params,
+        )
+    }
+    .map_err(driver(format!("launching {what}")))
+}
+
+/// A captured chain of kernel launches whose arguments can be replaced before a replay.
+pub(crate) struct LaunchGraph {
+    graph: CudaGraph,
+    /// The kernel nodes in launch order.
+    nodes: Vec<cu::CUgraphNode>,
+}
+
+impl LaunchGraph {
+    /// Captures `calls` calls of `launch` and finds the graph's kernel nodes (the
+    /// launches must form one chain of kernel nodes).
+    pub fn capture<F: FnMut(usize) -> Result<(), GateError>>(
+        stream: &Arc<CudaStream>,
+        calls: usize,
+        launch: F,
+    ) -> Result<LaunchGraph, GateError> {
+        let graph = capture(stream, calls, launch)?;
+        let nodes = chain(&graph)?;
+        Ok(LaunchGraph { graph, nodes })
+    }
+
+    /// Kernel nodes in the graph.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Gives kernel node `index` new arguments (same function and shape as captured).
+    pub fn set(
+        &self,
+        index: usize,
+        f: &CudaFunction,
+        cfg: LaunchConfig,
+        args: &mut dyn Args,
+    ) -> Result<(), GateError> {
+        let node = *self.nodes.get(index).ok_or_else(|| {
+            GateError::Abi(format!(
+                "the graph has {} kernel nodes, not {}",
+                self.nodes.len(),
+                index + 1
+            ))
+        })?;
+        self.set_node(node, f, cfg, &mut args.params())
+    }
+
+    fn set_node(
+        &self,
+        node: cu::CUgraphNode,
+        f: &CudaFunction,
+        cfg: LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<(), GateError> {
+        let node_params = cu::CUDA_KERNEL_NODE_PARAMS_v2 {
+            func: f.cu_function(),
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            kernelParams: params.as_mut_ptr(),
+            extra: std::ptr::null_mut(),
+            kern: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
+        };
+        // SAFETY: `node` is a kernel node of the graph `self.graph` was instantiated
+        // from (found by `chain`), the function is the one captured there, and every
+        // pointer of `params` points to an argument value alive until this call returns
+        // (the driver copies the values).
+        unsafe {
+            cu::cuGraphExecKernelNodeSetParams_v2(self.graph.cu_graph_exec(), node, &node_params)
+        }
+        .result()
+        .map_err(driver("re-pointing a graph launch"))
+    }
+
+    pub fn launch(&self) -> Result<(), GateError> {
+        self.graph.launch().map_err(driver("replaying the graph"))
+    }
+}
+
+/// Captures `calls` calls of `launch` into an uploaded graph (a capture is always
+/// ended, also when a call fails inside it, so the stream is usable afterwards).
+pub(crate) fn capture<F: FnMut(usize) -> Result<(), GateError>>(
+    stream: &Arc<CudaStream>,
+    calls: usize,
+    mut launch: F,
+) -> Result<CudaGraph, GateError> {
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+        .map_err(driver("beginning a graph capture"))?;
+    let mut result = Ok(());
+    for call in 0..calls {
+        result = launch(call);
+        if result.is_err() {
+            break;
+        }
+    }
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+    result?;
+    let graph = graph
+        .map_err(driver("ending the graph capture"))?
+        .ok_or_else(|| GateError::Driver {
+            during: "ending the graph capture".into(),
+            message: "the capture produced no graph".into(),
+        })?;
+    graph.upload().map_err(driver("uploading the graph"))?;
+    Ok(graph)
+}
+
+/// The kernel nodes of a captured chain, from its one root along its one path.
+fn chain(graph: &CudaGraph) -> Result<Vec<cu::CUgraphNode>, GateError> {
+    let not_a_chain = |what: String| GateError::Driver {
+        during: "walking the captured graph".into(),
+        message: what,
+    };
+    let mut n = 0usize;
+    // SAFETY: a null array asks only for the count.
+    unsafe { cu::cuGraphGetRootNodes(graph.cu_graph(), std::ptr::null_mut(), &mut n) }
+        .result()
+        .map_err(driver("counting the graph's roots"))?;
+    if n != 1 {
+        return Err(not_a_chain(format!("{n} root nodes, not one")));
+    }
+    let mut node: cu::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: room for the one root counted above.
+    unsafe { cu::cuGraphGetRootNodes(graph.cu_graph(), &mut node, &mut n) }
+        .result()
+        .map_err(driver("reading the graph's root"))?;
+    let mut nodes = Vec::new();
+    loop {
+        let mut kind = cu::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: `node` is a node of the graph.
+        unsafe { cu::cuGraphNodeGetType(node, &mut kind) }
+            .result()
+            .map_err(driver("reading a graph node's type"))?;
+        if kind != cu::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL {
+            return Err(not_a_chain(format!("a {kind:?} node among the launches")));
+        }
+        nodes.push(node);
+        let mut deps = 0usize;
+        // SAFETY: null arrays ask only for the count (edge data is not wanted).
+        unsafe {
+            cu::cuGraphNodeGetDependentNodes_v2(
+                node,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut deps,
+            )
+        }
+        .result()
+        .map_err(driver("counting a node's dependents"))?;
+        match deps {
+            0 => return Ok(nodes),
+            1 => {
+                let mut next: cu::CUgraphNode = std::ptr::null_mut();
+                // SAFETY: room for the one dependent counted above; no edge data.
+                unsafe {
+                    cu::cuGraphNodeGetDependentNodes_v2(
+                        node,
+                        &mut next,
+                        std::ptr::null_mut(),
+                        &mut deps,
+                    )
+                }
+                .result()
+                .map_err(driver("reading a node's dependent"))?;
+                node = next;
+            }
+            d => return Err(not_a_chain(format!("a node with {d} dependents"))),
+        }
+    }
+}
+
+/// Events with timing enabled: cudarc's `new_event(None)` creates them with
+/// `CU_EVENT_DISABLE_TIMING`, whose elapsed time is an error.
+pub(crate) fn timed<F: FnMut() -> Result<(), GateError>>(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    mut body: F,
+) -> Result<f64, GateError> {
+    let start = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(driver("creating a timing event"))?;
+    let end = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(driver("creating a timing event"))?;
+    start
+        .record(stream)
+        .map_err(driver("recording the start event"))?;
+    body()?;
+    end.record(stream)
+        .map_err(driver("recording the end event"))?;
+    let ms = start
+        .elapsed_ms(&end)
+        .map_err(driver("waiting for the timed calls"))?;
+    Ok(ms as f64)
+}

@@ -1,0 +1,401 @@
+//! A loaded attention kernel (generated or hand-written, kernels/ABI.md), as GREEN and
+//! FAST run it.
+
+use super::abi::{encode_tensor_map, Geometry, TensorMapArg, TensorMapSpec};
+use super::launch::{launch, timed, CombineArgs, FwdArgs, LaunchGraph};
+use super::rig::{Rig, Slots, Workspace};
+use super::verifier::Verifier;
+use super::{driver, Spare, ENTRY_COMBINE, ENTRY_FWD};
+use crate::error::GateError;
+use crate::inputs::Inputs;
+use crate::kernel::{
+    AttentionKernel, CheckRequest, Draw, Output, RepeatPlan, RowCheck, TimingMethod,
+};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use evo_genome::Problem;
+use std::sync::Arc;
+
+/// The tensor maps of every slot of each input tensor (Q, K, V), for a kernel that
+/// loads through the copy engine: a launch takes the maps of the slots its draw names.
+struct SlotMaps {
+    q: Vec<TensorMapArg>,
+    k: Vec<TensorMapArg>,
+    v: Vec<TensorMapArg>,
+}
+
+pub struct LoadedKernel {
+    name: String,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    _module: Arc<CudaModule>,
+    fwd: CudaFunction,
+    combine: Option<CudaFunction>,
+    geometry: Geometry,
+    /// Set when the kernel loads through the copy engine: `evo_attention_fwd` then
+    /// takes the Q, K and V tensor maps first.
+    tensor_maps: Option<TensorMapSpec>,
+    maps: Option<SlotMaps>,
+    rig: Option<Rig>,
+    graph: Option<LaunchGraph>,
+    /// The device's kept timing slots: taken when prepared, given back when dropped.
+    spare: Spare,
+    verifier: Option<Arc<Verifier>>,
+    /// FAST checked the launches of the current slots and all were right.
+    verified: bool,
+}
+
+impl Drop for LoadedKernel {
+    fn drop(&mut self) {
+        if !self.verified {
+            return;
+        }
+        if let Some(rig) = self.rig.take() {
+            if let Ok(mut spare) = self.spare.lock() {
+                *spare = Some(rig.into_slots());
+            }
+        }
+    }
+}
+
+impl LoadedKernel {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        name: &str,
+        ctx: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        module: Arc<CudaModule>,
+        fwd: CudaFunction,
+        combine: Option<CudaFunction>,
+        geometry: Geometry,
+        tensor_maps: Option<TensorMapSpec>,
+        spare: Spare,
+        verifier: Option<Arc<Verifier>>,
+    ) -> LoadedKernel {
+        LoadedKernel {
+            name: name.to_string(),
+            ctx,
+            stream,
+            _module: module,
+            fwd,
+            combine,
+            geometry,
+            tensor_maps,
+            maps: None,
+            rig: None,
+            graph: None,
+            spare,
+            verifier,
+            verified: false,
+        }
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The tensor maps the kernel asks for, if it loads through the copy engine.
+    pub fn tensor_map_spec(&self) -> Option<TensorMapSpec> {
+        self.tensor_maps
+    }
+
+    /// Slots for `sets` sets of `problem` (reused when they fit; FAST's from the
+    /// device's spare ones when they fit), the workspace, and the slots' tensor maps.
+    fn ensure(&mut self, problem: Problem, sets: usize, fast: bool) -> Result<(), GateError> {
+        let p = problem;
+        self.graph = None;
+        self.verified = false;
+        if self
+            .rig
+            .as_ref()
+            .is_some_and(|r| r.slots.fits(&p, sets, fast))
+        {
+            return Ok(());
+        }
+        self.rig = None;
+        let kept = if fast {
+            self.spare
+                .lock()
+                .ok()
+                .and_then(|mut spare| spare.take_if(|s| s.fits(&p, sets, true)))
+        } else {
+            None
+        };
+        let slots = match kept {
+            Some(slots) => slots,
+            None => Slots::new(&self.stream, p, sets, fast)?,
+        };
+        let ws = if self.geometry.split_kv > 1 {
+            Some(Workspace::new(
+                &self.stream,
+                &p,
+                self.geometry.split_kv as usize,
+            )?)
+        } else {
+            None
+        };
+        self.maps = match self.tensor_maps {
+            None => None,
+            Some(spec) => {
+                let st = &self.stream;
+                let map =
+                    |base: u64, len: u32, rows: u32| encode_tensor_map(base, &p, len, rows, &spec);
+                let (mut q, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new());
+                for s in 0..slots.sets {
+                    q.push(map(slots.q(s, st), p.q_len, spec.q_rows)?);
+                    k.push(map(slots.k(s, st), p.kv_len, spec.kv_rows)?);
+                    v.push(map(slots.v(s, st), p.kv_len, spec.kv_rows)?);
+                }
+                Some(SlotMaps { q, k, v })
+            }
+        };
+        self.rig = Some(Rig::new(
+            self.stream.clone(),
+            slots,
+            ws,
+            self.verifier.clone(),
+        )?);
+        Ok(())
+    }
+
+    fn rig(&self) -> Result<&Rig, GateError> {
+        self.rig
+            .as_ref()
+            .ok_or_else(|| GateError::Abi(format!("{}: launched before its buffers", self.name)))
+    }
+
+    fn rig_mut(&mut self) -> Result<&mut Rig, GateError> {
+        let name = &self.name;
+        self.rig
+            .as_mut()
+            .ok_or_else(|| GateError::Abi(format!("{name}: launched before its buffers")))
+    }
+
+    /// The launch shapes of the forward kernel and the combine.
+    fn configs(&self, p: &Problem) -> (LaunchConfig, LaunchConfig) {
+        let g = self.geometry;
+        (
+            LaunchConfig {
+                grid_dim: (p.q_len.div_ceil(g.block_m), p.batch * p.heads, g.split_kv),
+                block_dim: (g.threads, 1, 1),
+                shared_mem_bytes: g.smem_bytes,
+            },
+            LaunchConfig {
+                grid_dim: (
+                    p.q_len.div_ceil(g.combine_rows.max(1)),
+                    p.batch * p.heads,
+                    1,
+                ),
+                block_dim: (g.combine_threads.max(1), 1, 1),
+                shared_mem_bytes: 0,
+            },
+        )
+    }
+
+    /// The arguments of the call that computes on `draw`'s slots.
+    fn args(&self, draw: &Draw) -> Result<(FwdArgs, CombineArgs), GateError> {
+        let rig = self.rig()?;
+        let (st, p) = (&self.stream, rig.slots.problem);
+        let (ws_o, ws_lse) = rig.ws.as_ref().map_or((0, 0), |w| w.ptrs(st));
+        let maps = match (&self.maps, self.tensor_maps) {
+            (Some(m), _) => {
+                let pick = |v: &[TensorMapArg], i: usize| {
+                    v.get(i).copied().ok_or_else(|| {
+                        GateError::Abi(format!("{}: no tensor map for slot {i}", self.name))
+                    })
+                };
+                Some([
+                    pick(&m.q, draw.q)?,
+                    pick(&m.k, draw.k)?,
+                    pick(&m.v, draw.v)?,
+                ])
+            }
+            (None, Some(_)) => {
+                return Err(GateError::Abi(format!(
+                    "{}: tensor maps not encoded",
+                    self.name
+                )))
+            }
+            (None, None) => None,
+        };
+        let o = rig.slots.o(draw.o, st);
+        let (b, h, lq, lk) = (
+            p.batch as i32,
+            p.heads as i32,
+            p.q_len as i32,
+            p.kv_len as i32,
+        );
+        Ok((
+            FwdArgs {
+                maps,
+                q: rig.slots.q(draw.q, st),
+                k: rig.slots.k(draw.k, st),
+                v: rig.slots.v(draw.v, st),
+                o,
+                ws_o,
+                ws_lse,
+                b,
+                h,
+                lq,
+                lk,
+                causal: p.causal as i32,
+                scale: 1.0f32 / (p.head_dim.get() as f32).sqrt(),
+            },
+            CombineArgs {
+                ws_o,
+                ws_lse,
+                o,
+                b,
+                h,
+                lq,
+                splits: self.geometry.split_kv as i32,
+            },
+        ))
+    }
+
+    /// Enqueues one call (forward, then combine when split) on `draw`'s slots.
+    fn launch(&self, draw: &Draw) -> Result<(), GateError> {
+        let (mut fwd, mut combine) = self.args(draw)?;
+        let p = self.rig()?.slots.problem;
+        let (cfg_fwd, cfg_combine) = self.configs(&p);
+        // SAFETY: the ABI's arguments (`args`: this launch's slots, sized for the
+        // prepared problem) and its grid, checked against the device in `Geometry::check`.
+        unsafe {
+            launch(
+                &self.stream,
+                &self.fwd,
+                cfg_fwd,
+                &mut fwd,
+                &format!("{ENTRY_FWD} of {}", self.name),
+            )?;
+            if let Some(f) = &self.combine {
+                launch(
+                    &self.stream,
+                    f,
+                    cfg_combine,
+                    &mut combine,
+                    &format!("{ENTRY_COMBINE} of {}", self.name),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Points the graph's launches at this repeat's draws.
+    fn repoint(&self, draws: &[Draw]) -> Result<(), GateError> {
+        let graph = self
+            .graph
+            .as_ref()
+            .ok_or_else(|| GateError::Abi(format!("{}: no graph to re-point", self.name)))?;
+        let p = self.rig()?.slots.problem;
+        let (cfg_fwd, cfg_combine) = self.configs(&p);
+        let per_call = 1 + usize::from(self.combine.is_some());
+        if graph.len() != draws.len() * per_call {
+            return Err(GateError::Abi(format!(
+                "{}: the graph holds {} launches for {} calls",
+                self.name,
+                graph.len(),
+                draws.len()
+            )));
+        }
+        for (i, draw) in draws.iter().enumerate() {
+            let (mut fwd, mut combine) = self.args(draw)?;
+            graph.set(per_call * i, &self.fwd, cfg_fwd, &mut fwd)?;
+            if let Some(f) = &self.combine {
+                graph.set(per_call * i + 1, f, cfg_combine, &mut combine)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AttentionKernel for LoadedKernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {
+        let p = inputs.problem;
+        self.ensure(p, 1, false)?;
+        let st = self.stream.clone();
+        {
+            let rig = self.rig_mut()?;
+            rig.slots.upload(&st, inputs)?;
+            if let Some(ws) = &mut rig.ws {
+                ws.poison(&st)?;
+            }
+        }
+        let first = Draw {
+            seed: inputs.seed,
+            q: 0,
+            k: 0,
+            v: 0,
+            o: 0,
+        };
+        self.launch(&first)?;
+        st.synchronize()
+            .map_err(driver(format!("running {} on {}", self.name, p)))?;
+        let rig = self.rig()?;
+        let mut out = rig.slots.output(&st)?;
+        if out.guard_breach.is_none() {
+            if let Some(ws) = &rig.ws {
+                out.guard_breach = ws.breach(&st)?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn check_last_run(
+        &mut self,
+        inputs: &Inputs,
+        reference_rows: &[u32],
+    ) -> Result<Option<RowCheck>, GateError> {
+        let rig = self.rig_mut()?;
+        if rig.slots.problem != inputs.problem {
+            return Err(GateError::Abi(format!(
+                "check of {} after a launch on {}",
+                inputs.problem, rig.slots.problem
+            )));
+        }
+        rig.check_green(inputs, reference_rows).map(Some)
+    }
+
+    fn prepare_timing(&mut self, problem: &Problem, sets: usize) -> Result<(), GateError> {
+        self.ensure(*problem, sets, true)?;
+        self.rig_mut()?.reset_counters()
+    }
+
+    fn time_repeat(&mut self, plan: &RepeatPlan, method: TimingMethod) -> Result<f64, GateError> {
+        self.rig_mut()?.prepare_repeat(plan.draws)?;
+        let ms = match method {
+            TimingMethod::Events => timed(&self.ctx, &self.stream, || {
+                plan.draws.iter().try_for_each(|d| self.launch(d))
+            })?,
+            TimingMethod::Graph => {
+                if self.graph.is_none() {
+                    let st = self.stream.clone();
+                    let graph = LaunchGraph::capture(&st, plan.draws.len(), |i| {
+                        self.launch(&plan.draws[i])
+                    })?;
+                    self.graph = Some(graph);
+                }
+                self.repoint(plan.draws)?;
+                let graph = self.graph.as_ref().expect("captured above");
+                timed(&self.ctx, &self.stream, || graph.launch())?
+            }
+        };
+        self.rig_mut()?.finish_repeat(plan.keep)?;
+        Ok(ms)
+    }
+
+    fn check_timed(&mut self, requests: &[CheckRequest]) -> Result<Vec<RowCheck>, GateError> {
+        self.rig_mut()?.check(requests)
+    }
+
+    fn prepared(&self) -> Option<Problem> {
+        self.rig.as_ref().map(|r| r.slots.problem)
+    }
+
+    fn timing_verified(&mut self) {
+        self.verified = true;
+    }
+}
