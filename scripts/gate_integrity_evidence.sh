@@ -6,13 +6,15 @@
 #
 # Phases:
 #   info        nvidia-smi, driver, CUDA
-#   adversarial evo gate on tests/kernels/*.cu (GREEN with drawn shapes, then the verified
-#               FAST on the seed shape), each verdict checked against its .expected.toml
+#   adversarial evo gate on tests/kernels/*.cu with a fresh seed (GREEN with drawn shapes,
+#               then the verified FAST on the seed shape), each verdict checked against its
+#               .expected.toml
 #   gputest     the GPU test set's adversarial, naive and hybrid tests (GATES_GPU_TESTS)
 #   evolve      a 200-evaluation GPU search on the seed shape with the hardened gates:
 #               evaluations per minute, and the champion's report naming its gates
-#   sweep       evo gate over the named genomes + 300 sampled genomes: GREEN (12 fixed +
-#               6 drawn shapes) and the verified FAST on the seed shape
+#   sweep       evo gate over the named genomes, the per-shape champions and 300 sampled
+#               genomes with a fresh seed: GREEN (12 fixed + 6 drawn shapes, large cases on
+#               every row) and the verified FAST on the seed shape
 #   sanitize    compute-sanitizer memcheck, racecheck, synccheck (the `just sanitize` commands)
 #
 # Needs: EVO (default target/release/evo) and, for gputest, GATES_GPU_TESTS (the binary
@@ -52,7 +54,8 @@ for phase in "${phases[@]}"; do
   adversarial)
     srcs=()
     for f in tests/kernels/*.cu; do srcs+=(--source "$f"); done
-    run adversarial "$evo" gate "${srcs[@]}" --suite default --time seed --seed 2026 \
+    # No --seed: a fresh one, as `evo gate` draws it (fixed_draw_only.cu passes at 2026).
+    run adversarial "$evo" gate "${srcs[@]}" --suite default --time seed \
       --json "$results/adversarial/adversarial.json"
     run adversarial python3 scripts/check_verdicts.py "$results/adversarial/adversarial.json"
     ;;
@@ -66,8 +69,8 @@ for phase in "${phases[@]}"; do
       --experiment "$results/evolve/experiment" --quiet
     ;;
   sweep)
-    run sweep "$evo" gate genomes/*.toml --sample 300 --suite default --time seed --seed 2027 \
-      --json "$results/sweep/sweep.json"
+    run sweep "$evo" gate genomes/*.toml $(ls genomes/champions/*/*.toml | grep -v dispatch.toml) \
+      --sample 300 --suite default --time seed --json "$results/sweep/sweep.json"
     ;;
   sanitize)
     sanitizer="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
