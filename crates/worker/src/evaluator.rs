@@ -1,0 +1,185 @@
+//! [`GpuEvaluator`]: the search's [`Evaluator`] on real GPUs, a batch compiler and a
+//! pool of runners, one per GPU.
+
+use crate::ahead::{Ahead, AHEAD};
+use crate::child::WorkerCommand;
+use crate::compiler::BatchCompiler;
+use crate::late::LateCompiler;
+use crate::plan::GpuPlan;
+use crate::pool::RunnerPool;
+use crate::usage::GpuUse;
+use anyhow::Context;
+use evo_codegen::Toolchain;
+use evo_gates::Evaluation;
+use evo_genome::{Genome, GenomeId, Target};
+use evo_mutator::{Evaluator, EvaluatorError};
+use rayon::prelude::*;
+use std::sync::atomic::AtomicUsize;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+/// The search's evaluator on real GPUs: a compiler and the workers, kept apart so
+/// that one batch can compile (`&BatchCompiler`) while another runs (`&mut RunnerPool`).
+pub struct GpuEvaluator {
+    pub compiler: Arc<BatchCompiler>,
+    pub runner: RunnerPool,
+    /// Batches compiling in the background since the search announced them
+    /// ([`Evaluator::prefetch`]), oldest first: a pipelined search announces batch k + 1
+    /// before it asks for batch k, announced one round earlier.
+    pub ahead: std::collections::VecDeque<Ahead>,
+}
+
+impl Drop for GpuEvaluator {
+    /// A batch announced but never asked for (the budget ran out) leaves no files.
+    fn drop(&mut self) {
+        for ahead in self.ahead.drain(..) {
+            ahead.discard();
+        }
+    }
+}
+
+impl GpuEvaluator {
+    /// Starts a worker to learn the device; fails with the worker's message when
+    /// there is no CUDA device (the caller may fall back to replay).
+    pub fn start(plan: GpuPlan) -> anyhow::Result<GpuEvaluator> {
+        GpuEvaluator::start_on(plan, None)
+    }
+
+    /// Starts one worker per GPU of `gpus` (ordinals; `None`: the first GPU, unpinned).
+    pub fn start_on(plan: GpuPlan, gpus: Option<&[u32]>) -> anyhow::Result<GpuEvaluator> {
+        let (runner, device, target) =
+            RunnerPool::start(&WorkerCommand::evo()?, gpus, plan.seed, plan.timeout)?;
+        let target = target.with_context(|| {
+            format!("{device}: no genome target describes this GPU (sm_89 and sm_90 are known)")
+        })?;
+        let toolchain = Toolchain::discover()?;
+        std::fs::create_dir_all(&plan.cubin_dir)
+            .with_context(|| format!("{}: cannot create", plan.cubin_dir.display()))?;
+        let mut runner = runner;
+        let late = LateCompiler {
+            toolchain: toolchain.clone(),
+            target,
+            cubin_dir: plan.cubin_dir.clone(),
+        };
+        for r in &mut runner.runners {
+            r.late = Some(late.clone());
+        }
+        Ok(GpuEvaluator {
+            runner,
+            ahead: Default::default(),
+            compiler: Arc::new(BatchCompiler {
+                plan,
+                toolchain,
+                device,
+                target,
+                prepared: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    pub fn target(&self) -> Target {
+        self.compiler.target
+    }
+}
+
+impl Evaluator for GpuEvaluator {
+    fn device(&self) -> String {
+        self.compiler.device.clone()
+    }
+
+    fn template_hash(&self) -> String {
+        evo_codegen::template_hash()
+    }
+
+    fn toolchain(&self) -> String {
+        self.compiler.toolchain.label()
+    }
+
+    fn evaluate(&mut self, batch: &[Genome]) -> Result<Vec<Evaluation>, EvaluatorError> {
+        self.evaluate_each(batch, &mut |_| {})
+    }
+
+    fn prefetch(&mut self, next: &[Genome]) {
+        while self.ahead.len() >= AHEAD {
+            if let Some(stale) = self.ahead.pop_front() {
+                stale.discard();
+            }
+        }
+        self.ahead
+            .push_back(Ahead::start(self.compiler.clone(), next));
+    }
+
+    fn evaluate_each(
+        &mut self,
+        batch: &[Genome],
+        done: &mut dyn FnMut(&Evaluation),
+    ) -> Result<Vec<Evaluation>, EvaluatorError> {
+        let ids: Vec<GenomeId> = batch.iter().map(|g| g.id()).collect();
+        // Announced and compiling (or compiled) since then: batches announced before
+        // it were not asked for and are dropped; those announced after it stay.
+        if let Some(at) = self.ahead.iter().position(|a| a.ids == ids) {
+            for stale in self.ahead.drain(..at).collect::<Vec<_>>() {
+                stale.discard();
+            }
+            let Ahead {
+                compiled, thread, ..
+            } = self.ahead.pop_front().expect("found above");
+            let evals = self.runner.run_stream(compiled, batch.len(), done);
+            let _ = thread.join();
+            return Ok(evals);
+        }
+        // Every GPU starts on the first candidates compiled while the rest compile, so
+        // NVRTC and the GPU work at the same time.
+        let compiler = &self.compiler;
+        let runner = &mut self.runner;
+        let (tx, rx) = mpsc::channel();
+        Ok(std::thread::scope(|scope| {
+            scope.spawn(move || {
+                batch
+                    .par_iter()
+                    .enumerate()
+                    .for_each_with(tx, |tx, (i, genome)| {
+                        let prepared = compiler.compile_batch(std::slice::from_ref(genome));
+                        let prepared = prepared.into_iter().next().expect("one genome in, one out");
+                        // The receiver lives until every candidate is answered.
+                        let _ = tx.send((i, prepared));
+                    });
+            });
+            runner.run_stream(rx, batch.len(), done)
+        }))
+    }
+
+    fn utilization(&self) -> Vec<String> {
+        self.runner.usage().iter().map(GpuUse::line).collect()
+    }
+
+    fn describe(&self) -> String {
+        let gpus = self.runner.gpus();
+        let workers = match gpus.as_slice() {
+            [_] => "a child worker".to_string(),
+            many => format!(
+                "{} child workers, one per GPU ({})",
+                many.len(),
+                many.iter()
+                    .map(|g| g.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        };
+        format!(
+            "evaluating on {} ({}), {} GREEN cases, objective {}; kernels run in {workers} \
+             (timeout {:.0} s)",
+            self.compiler.device,
+            self.compiler.target,
+            self.compiler.plan.green_cases.len(),
+            self.compiler
+                .plan
+                .objective
+                .iter()
+                .map(|p| p.label())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            self.runner.runners[0].timeout.as_secs_f64()
+        )
+    }
+}
