@@ -64,6 +64,17 @@ pub struct EvolveArgs {
     /// plain one, as reproducible; it pays with an evaluation budget.
     #[arg(long)]
     pub pipeline: bool,
+    /// Steady-state search: no generation barrier. Each answer breeds one new candidate
+    /// from the population as it stands, so compiled candidates are always queued ahead
+    /// of the GPUs. As reproducible: the order of answers is recorded in
+    /// evaluations.jsonl, and a re-run of the experiment replays it.
+    #[arg(long, conflicts_with = "pipeline")]
+    pub steady: bool,
+    /// Candidates a steady-state search keeps on their way (compiling, queued, running)
+    /// [default: on the GPU, 3 per GPU and one per compile thread; replay: 1]. Written
+    /// into experiment.toml: the lineage depends on it.
+    #[arg(long, value_name = "N", requires = "steady")]
+    pub in_flight: Option<usize>,
     /// Folder of the named seed genomes.
     #[arg(long, default_value = "genomes")]
     pub genomes: PathBuf,
@@ -285,6 +296,23 @@ fn resolve_config(
                 config.evolutionary.pipeline.to_string(),
             )?;
         }
+        if args.steady {
+            clash(
+                "[evolutionary] steady",
+                "true".into(),
+                config.evolutionary.steady.to_string(),
+            )?;
+        }
+        if let Some(n) = args.in_flight {
+            clash(
+                "[evolutionary] in_flight",
+                n.to_string(),
+                config
+                    .evolutionary
+                    .in_flight
+                    .map_or("none".into(), |r| r.to_string()),
+            )?;
+        }
         // A larger budget continues the experiment: the cache answers what was done.
         let mut config = config;
         if args.budget.is_some() || args.minutes.is_some() {
@@ -314,6 +342,8 @@ fn config_from_args(
 ) -> anyhow::Result<ExperimentConfig> {
     let mut evolutionary = EvolutionParams {
         pipeline: args.pipeline,
+        steady: args.steady,
+        in_flight: args.in_flight,
         ..EvolutionParams::default()
     };
     if let Some(p) = args.population {
@@ -496,11 +526,16 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             let fresh = config_from_args(&args, "pending", &genomes)?;
             let prepared = prepare(&fresh, fresh.backend(), &args)?;
             let dir = PathBuf::from("experiments").join(format!(
-                "{}-{}{}-{}-s{}{}",
+                "{}-{}{}-{}{}-s{}{}",
                 today(),
                 if prepared.replayed { "replay-" } else { "" },
                 slug(&prepared.evaluator.device()),
                 fresh.strategy,
+                if fresh.evolutionary.steady {
+                    "-steady"
+                } else {
+                    ""
+                },
                 fresh.seed,
                 fresh
                     .island
@@ -517,6 +552,14 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         objective,
         ..
     } = prepared;
+    // A steady-state search's lineage depends on how many candidates it keeps in
+    // flight: the evaluator's choice is fixed in the experiment, so a re-run or a
+    // resume on another machine keeps it.
+    let mut config = config;
+    if config.evolutionary.steady && config.evolutionary.in_flight.is_none() {
+        config.evolutionary.in_flight = Some(evaluator.in_flight());
+        config.save(&dir.join(EXPERIMENT_FILE))?;
+    }
     let device = evaluator.device();
     let largest = objective
         .iter()
@@ -715,10 +758,12 @@ fn report(
         config.evolutionary.tournament,
         config.evolutionary.crossover_rate,
         config.evolutionary.mutation_rate,
-        if config.evolutionary.pipeline {
-            ", pipelined generations"
-        } else {
-            ""
+        match (config.evolutionary.pipeline, config.evolutionary.in_flight) {
+            (true, _) => ", pipelined generations".to_string(),
+            (false, Some(n)) if config.evolutionary.steady => {
+                format!(", steady-state with {n} in flight")
+            }
+            _ => String::new(),
         },
         config.seed
     );

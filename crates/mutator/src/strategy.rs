@@ -80,6 +80,20 @@ pub struct EvolutionParams {
     /// search: selection sees results one generation late.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pipeline: bool,
+    /// Steady-state search: no generation barrier. Every answer breeds one new candidate
+    /// from the population as it stands (the same tournament, crossover, mutation and
+    /// repair), and the newcomer takes the place of the oldest member outside the
+    /// `elites` best, so `in_flight` candidates are always on their way (compiling,
+    /// queued, running) and no GPU waits for a generation to end. Deterministic: the
+    /// same seed and the same order of answers give the same lineage.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub steady: bool,
+    /// How many candidates a steady-state search keeps submitted and unanswered; none:
+    /// as many as the evaluator asks for (on the GPU: enough to keep two compiled
+    /// candidates queued per GPU), fixed in the experiment when it starts, since the
+    /// lineage depends on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<usize>,
 }
 
 impl Default for EvolutionParams {
@@ -92,6 +106,8 @@ impl Default for EvolutionParams {
             mutation_rate: 0.5,
             generations: None,
             pipeline: false,
+            steady: false,
+            in_flight: None,
         }
     }
 }
@@ -117,6 +133,16 @@ impl EvolutionParams {
         if self.tournament == 0 {
             return Err(("tournament", "tournament must be at least 1".into()));
         }
+        if self.steady && self.pipeline {
+            return Err((
+                "steady",
+                "steady = true and pipeline = true are two answers to the same wait; choose one"
+                    .into(),
+            ));
+        }
+        if self.in_flight == Some(0) {
+            return Err(("in_flight", "in_flight must be at least 1".into()));
+        }
         for (name, v) in [
             ("crossover_rate", self.crossover_rate),
             ("mutation_rate", self.mutation_rate),
@@ -140,14 +166,25 @@ pub(crate) enum Strategy {
 }
 
 pub(crate) struct Evolution {
-    params: EvolutionParams,
+    pub(crate) params: EvolutionParams,
     seeds: Vec<GenomeFile>,
-    /// Current population with scores (failures score +∞), in a stable order.
-    population: Vec<(Candidate, f64)>,
+    /// Current population with scores (failures score +∞), in a stable order (in a
+    /// steady-state search: oldest first).
+    pub(crate) population: Vec<(Candidate, f64)>,
     pub(crate) generation: u32,
 }
 
 impl Strategy {
+    /// The evolutionary strategy alone, for the steady-state loop.
+    pub(crate) fn evolution(params: &EvolutionParams, seeds: Vec<GenomeFile>) -> Evolution {
+        Evolution {
+            params: params.clone(),
+            seeds,
+            population: Vec::new(),
+            generation: 0,
+        }
+    }
+
     pub(crate) fn new(
         kind: StrategyKind,
         params: &EvolutionParams,
@@ -155,12 +192,9 @@ impl Strategy {
         space: &SearchSpace,
     ) -> Result<Strategy, SpaceError> {
         Ok(match kind {
-            StrategyKind::Evolutionary => Strategy::Evolutionary(Evolution {
-                params: params.clone(),
-                seeds,
-                population: Vec::new(),
-                generation: 0,
-            }),
+            StrategyKind::Evolutionary => {
+                Strategy::Evolutionary(Strategy::evolution(params, seeds))
+            }
             StrategyKind::Random => Strategy::Random {
                 batch: params.population,
             },
@@ -267,7 +301,7 @@ impl Strategy {
 }
 
 /// Score for selection: lower is better, failures last.
-fn score(e: &Evaluation) -> f64 {
+pub(crate) fn score(e: &Evaluation) -> f64 {
     e.score_us.filter(|_| e.is_ok()).unwrap_or(f64::INFINITY)
 }
 
@@ -312,7 +346,7 @@ fn random_unseen(
 }
 
 impl Evolution {
-    fn propose(
+    pub(crate) fn propose(
         &mut self,
         rng: &mut ChaCha8Rng,
         space: &SearchSpace,
@@ -350,7 +384,7 @@ impl Evolution {
     }
 
     /// Generation 0: the named seeds (repaired into the space), then random valid genomes.
-    fn initial(
+    pub(crate) fn initial(
         &mut self,
         rng: &mut ChaCha8Rng,
         space: &SearchSpace,
@@ -432,5 +466,24 @@ impl Evolution {
             self.population.extend(offspring);
         }
         self.generation += 1;
+    }
+
+    /// Steady-state replacement, one answer at a time: the newcomer joins, and once the
+    /// population is over its size the oldest member outside the `elites` best leaves.
+    /// Over `population - elites` answers every other place turns over, as in one
+    /// generation of the generational loop, and the best are never lost.
+    pub(crate) fn replace_oldest(&mut self, newcomer: Candidate, evaluation: &Evaluation) {
+        self.population.push((newcomer, score(evaluation)));
+        if self.population.len() <= self.params.population {
+            return;
+        }
+        let mut ranked: Vec<usize> = (0..self.population.len()).collect();
+        // Stable: among equal scores the older member ranks first.
+        ranked.sort_by(|&a, &b| self.population[a].1.total_cmp(&self.population[b].1));
+        let elites = &ranked[..self.params.elites];
+        let oldest = (0..self.population.len())
+            .find(|i| !elites.contains(i))
+            .expect("elites < population");
+        self.population.remove(oldest);
     }
 }
