@@ -4,13 +4,13 @@ use crate::child::{Worker, WorkerCommand};
 use crate::compiler::Prepared;
 use crate::gpus::require_one_model;
 use crate::protocol::Hello;
-use crate::runner::Runner;
+use crate::runner::{Bar, Runner};
 use crate::usage::GpuUse;
 use anyhow::bail;
 use evo_gates::Evaluation;
 use evo_genome::Target;
 use std::sync::mpsc::{self, Receiver};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// One [`Runner`] per GPU; a batch's candidates go to whichever is free.
@@ -36,6 +36,7 @@ impl RunnerPool {
                 .collect::<anyhow::Result<_>>()?,
         };
         let mut runners = Vec::new();
+        let best = Arc::new(Bar::default());
         let mut models: Vec<(u32, String, Option<Target>)> = Vec::new();
         for (gpu, command) in lanes {
             let (worker, hello) = Worker::spawn(&command)?;
@@ -53,7 +54,7 @@ impl RunnerPool {
                 timeout,
                 worker: Some(worker),
                 evaluated: 0,
-                best_us: None,
+                best: best.clone(),
                 late: None,
                 usage: GpuUse {
                     gpu,
@@ -119,15 +120,6 @@ impl RunnerPool {
                 results[i] = Some(eval);
             }
         });
-        // A new best on one GPU is the bar for all: none re-times a slower one.
-        let best = self
-            .runners
-            .iter()
-            .filter_map(|r| r.best_us)
-            .min_by(f64::total_cmp);
-        for r in &mut self.runners {
-            r.best_us = best;
-        }
         results
             .into_iter()
             .map(|e| e.expect("every candidate was answered"))

@@ -10,7 +10,7 @@ use crate::usage::GpuUse;
 use evo_gates::{Evaluation, Status};
 use std::io::Write;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Feeds prepared candidates to the worker child, replacing it when it dies or hangs.
@@ -23,8 +23,9 @@ pub struct Runner {
     pub(crate) timeout: Duration,
     pub(crate) worker: Option<Worker>,
     pub(crate) evaluated: u64,
-    /// The best score this runner has confirmed; a candidate that beats it is re-timed.
-    pub(crate) best_us: Option<f64>,
+    /// The best score confirmed on any GPU of the pool; a candidate that beats it is
+    /// re-timed.
+    pub(crate) best: Arc<Bar>,
     /// Compiles the variants only the full gate needs, for a candidate about to be
     /// crowned (the screen compiles only its own and the objective's).
     pub(crate) late: Option<LateCompiler>,
@@ -32,9 +33,27 @@ pub struct Runner {
     pub(crate) usage: GpuUse,
 }
 
+/// The best score confirmed so far, shared by the runners of a pool: a new best on one
+/// GPU is at once the bar for all, so none re-times a candidate slower than it.
+#[derive(Debug, Default)]
+pub(crate) struct Bar(Mutex<Option<f64>>);
+
+impl Bar {
+    pub(crate) fn get(&self) -> Option<f64> {
+        *self.0.lock().expect("no thread panics holding it")
+    }
+
+    pub(crate) fn lower(&self, us: f64) {
+        let mut best = self.0.lock().expect("no thread panics holding it");
+        if best.is_none_or(|b| us < b) {
+            *best = Some(us);
+        }
+    }
+}
+
 impl Runner {
     fn beats_best(&self, us: f64) -> bool {
-        self.best_us.is_none_or(|best| us < best)
+        self.best.get().is_none_or(|best| us < best)
     }
 
     /// A new best passes the full gate before it is crowned: the full GREEN (fixed and
@@ -77,9 +96,7 @@ impl Runner {
         remove_files(&late_files);
         match again.score_us {
             Some(us) if again.is_ok() => {
-                if self.beats_best(us) {
-                    self.best_us = Some(us);
-                }
+                self.best.lower(us);
                 let note = format!(
                     "new best re-timed before crowning: first {first_us:.2} µs, confirmed {us:.2} µs"
                 );
@@ -290,7 +307,7 @@ impl Runner {
                     match eval.score_us.filter(|&us| self.beats_best(us)) {
                         // No confirmed best yet: every candidate would beat it until the
                         // first confirmation is in, so that one runs before the next.
-                        Some(first_us) if self.best_us.is_none() => {
+                        Some(first_us) if self.best.get().is_none() => {
                             let eval = self.confirm(request.clone(), first_us);
                             self.settle(eval, &request.variants)
                         }

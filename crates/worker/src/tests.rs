@@ -55,7 +55,7 @@ fn runner(script: &str, timeout: Duration) -> Runner {
         timeout,
         worker: Some(worker),
         evaluated: 0,
-        best_us: None,
+        best: Default::default(),
         late: None,
         usage: GpuUse::default(),
     }
@@ -177,7 +177,7 @@ fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
     )
     .unwrap();
     // A confirmed best exists, so confirmations overlap (the first one runs in turn).
-    pool.runners[0].best_us = Some(100.0);
+    pool.runners[0].best.lower(100.0);
     pool.runners[0].late = Some(LateCompiler {
         toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
         target: Target::Sm90,
