@@ -23,7 +23,7 @@ use evo_mutator::{
     ExperimentConfig, IslandConfig, Landscape, LandscapeEvaluator, SearchConfig, SearchOutcome,
     SearchSpace, Sinks, StopReason, StrategyKind, WallClock, EXPERIMENT_FILE, MIGRANTS_FILE,
 };
-use evo_worker::{parse_gpus, GpuEvaluator, GpuPlan, Plant};
+use evo_worker::{parse_gpus, CubinCache, GpuEvaluator, GpuPlan, Plant};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -75,6 +75,11 @@ pub struct EvolveArgs {
     /// into experiment.toml: the lineage depends on it.
     #[arg(long, value_name = "N", requires = "steady")]
     pub in_flight: Option<usize>,
+    /// Where compiled CUBINs are kept for later runs (keyed by template hash, defines,
+    /// architecture and NVRTC version), or `off` [default: $XDG_CACHE_HOME/evo/cubins,
+    /// else ~/.cache/evo/cubins]. GPU backend.
+    #[arg(long, value_name = "DIR|off", env = "EVO_CUBIN_CACHE")]
+    pub cubin_cache: Option<String>,
     /// Folder of the named seed genomes.
     #[arg(long, default_value = "genomes")]
     pub genomes: PathBuf,
@@ -150,6 +155,7 @@ fn gpu_evaluator(
     plant_faults: Option<usize>,
     timeout: Duration,
     gpus: Option<&[u32]>,
+    cubin_cache: Option<PathBuf>,
 ) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
     let plant = match plant_faults {
         None => None,
@@ -173,6 +179,7 @@ fn gpu_evaluator(
             seed: 2026,
             timeout,
             cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+            cubin_cache,
             plant,
         },
         gpus,
@@ -487,11 +494,17 @@ fn prepare(
                 .max()
                 .expect("not empty");
             let gpus = args.gpus.as_deref().map(parse_gpus).transpose()?;
+            let cubin_cache = match args.cubin_cache.as_deref() {
+                Some("off") => None,
+                Some(dir) => Some(PathBuf::from(dir)),
+                None => CubinCache::default_dir(),
+            };
             let (evaluator, target) = gpu_evaluator(
                 &objective,
                 args.plant_faults,
                 Duration::from_secs(args.timeout),
                 gpus.as_deref(),
+                cubin_cache,
             )?;
             if let Some(asked) = config.target.filter(|t| *t != target) {
                 bail!("experiment.toml asks for target {asked}, but this GPU is {target}");

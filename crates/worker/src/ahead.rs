@@ -24,15 +24,15 @@ impl Ahead {
         let (tx, compiled) = mpsc::channel();
         let genomes = batch.to_vec();
         let thread = std::thread::spawn(move || {
-            genomes
-                .par_iter()
-                .enumerate()
-                .for_each_with(tx, |tx, (i, genome)| {
-                    let prepared = compiler.compile_batch(std::slice::from_ref(genome));
-                    let prepared = prepared.into_iter().next().expect("one genome in, one out");
-                    // The receiver lives until this thread is joined.
-                    let _ = tx.send((i, prepared));
-                });
+            compiler.install(|| {
+                genomes
+                    .par_iter()
+                    .enumerate()
+                    .for_each_with(tx, |tx, (i, genome)| {
+                        // The receiver lives until this thread is joined.
+                        let _ = tx.send((i, compiler.compile_one(genome)));
+                    })
+            });
         });
         Ahead {
             ids: batch.iter().map(|g| g.id()).collect(),

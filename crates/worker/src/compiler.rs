@@ -1,15 +1,19 @@
-//! The batch compiler: candidates compiled in parallel (rayon; NVRTC needs no GPU) and
-//! written to disk as CUBINs, each a request for the worker or an evaluation decided
-//! without one (invalid, or failed to compile).
+//! The batch compiler: candidates compiled in parallel on every core the GPU workers
+//! do not need (rayon; NVRTC needs no GPU), taken from the CUBIN cache where it holds
+//! them, and written to disk as CUBINs, each a request for the worker or an evaluation
+//! decided without one (invalid, or failed to compile).
 
+use crate::cubin_cache::{compile_cached, CubinCache};
 use crate::plan::{GpuPlan, Plant};
 use crate::protocol::{VariantFile, WorkerRequest};
 use evo_codegen::Toolchain;
 use evo_gates::compile::{compile_all, resources, variants_for, BuiltVariant, KernelSource};
 use evo_gates::{Case, Evaluation, Status};
 use evo_genome::{Dtype, Genome, HeadDim, Problem, Target};
+use rayon::prelude::*;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Compiles batches for the worker; shared between threads.
 pub struct BatchCompiler {
@@ -19,59 +23,112 @@ pub struct BatchCompiler {
     pub(crate) target: Target,
     /// Candidates prepared so far (the fault drill picks every n-th).
     pub(crate) prepared: AtomicUsize,
+    /// The compile threads (see [`BatchCompiler::new`]).
+    pool: rayon::ThreadPool,
+    /// Compiled variants kept across runs; none: every variant is compiled.
+    pub(crate) cache: Option<Arc<CubinCache>>,
 }
 
 impl BatchCompiler {
-    /// Compiles a batch in parallel (rayon) and writes the CUBINs for the worker.
-    /// Needs only `&self`, so the next batch can compile while the worker runs this one.
-    pub fn compile_batch(&self, batch: &[Genome]) -> Vec<Prepared> {
-        let sources: Vec<KernelSource> = batch
-            .iter()
-            .map(|g| KernelSource::Genome {
-                name: g.id().to_string(),
-                genome: *g,
-            })
-            .collect();
-        // The screen's and the objective's variants; the full gate's others are compiled
-        // only for a candidate about to be crowned (`LateCompiler`).
+    /// A compiler with a thread for every core this process may use but one per GPU:
+    /// each GPU's worker checks outputs and launches kernels between compiles, and a
+    /// worker starved of its core starves its GPU.
+    pub fn new(
+        plan: GpuPlan,
+        toolchain: Toolchain,
+        device: String,
+        target: Target,
+        gpus: usize,
+        cache: Option<Arc<CubinCache>>,
+    ) -> BatchCompiler {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(cores.saturating_sub(gpus).max(1))
+            .thread_name(|i| format!("evo-compile-{i}"))
+            .build()
+            .expect("the compile threads start");
+        BatchCompiler {
+            plan,
+            toolchain,
+            device,
+            target,
+            prepared: AtomicUsize::new(0),
+            pool,
+            cache,
+        }
+    }
+
+    /// How many compiles run at once.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Runs `work` on the compile threads, waiting for it; parallel iterators inside
+    /// it share them.
+    pub(crate) fn install<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(work)
+    }
+
+    /// The variants every candidate is compiled at: the screen's and the objective's;
+    /// the full gate's others are compiled only for a candidate about to be crowned
+    /// (`LateCompiler`).
+    pub(crate) fn variants(&self) -> Vec<(HeadDim, Dtype)> {
         let mut problems: Vec<Problem> = self.plan.green_cases.iter().map(|c| c.problem).collect();
         problems.extend(&self.plan.objective);
-        let variants = variants_for(&problems);
+        variants_for(&problems)
+    }
+
+    /// Compiles a batch in parallel and writes the CUBINs for the worker. Needs only
+    /// `&self`, so the next batch can compile while the worker runs this one.
+    pub fn compile_batch(&self, batch: &[Genome]) -> Vec<Prepared> {
+        self.install(|| batch.par_iter().map(|g| self.compile_one(g)).collect())
+    }
+
+    /// Compiles one candidate (its variants in parallel, each taken from the CUBIN
+    /// cache when it holds it) and writes its CUBINs for the worker.
+    pub fn compile_one(&self, genome: &Genome) -> Prepared {
+        let source = KernelSource::Genome {
+            name: genome.id().to_string(),
+            genome: *genome,
+        };
+        let variants = self.variants();
         let start = std::time::Instant::now();
-        let mut built = compile_all(&self.toolchain, &sources, &variants, self.target);
+        let mut built = self.install(|| {
+            compile_cached(
+                &self.toolchain,
+                self.cache.as_deref(),
+                &source,
+                &variants,
+                self.target,
+            )
+        });
         tracing::debug!(
-            kernels = sources.len(),
             variants = variants.len(),
             ms = start.elapsed().as_secs_f64() * 1e3,
-            "compiled a batch"
+            "compiled a candidate"
         );
         if let Some(plant) = &self.plan.plant {
             self.plant(plant, &mut built, &variants);
         }
-        sources
-            .iter()
-            .zip(built)
-            .map(|(source, built)| self.prepare(source, &built))
-            .collect()
+        self.prepare(&source, &built)
     }
 
     /// The fault drill: swaps the compiled variants of every `every`-th candidate for
     /// a planted kernel's, so the worker runs the planted one under the candidate's id.
-    fn plant(&self, plant: &Plant, built: &mut [Vec<BuiltVariant>], variants: &[(HeadDim, Dtype)]) {
-        for candidate in built.iter_mut() {
-            let n = self.prepared.fetch_add(1, Ordering::Relaxed) + 1;
-            if plant.every == 0 || !n.is_multiple_of(plant.every) || plant.kernels.is_empty() {
-                continue;
-            }
-            let (path, text) = &plant.kernels[(n / plant.every - 1) % plant.kernels.len()];
-            let source = KernelSource::File {
-                path: format!("planted:{path}"),
-                text: text.clone(),
-            };
-            let planted = compile_all(&self.toolchain, &[source], variants, self.target);
-            if let Some(planted) = planted.into_iter().next() {
-                *candidate = planted;
-            }
+    fn plant(&self, plant: &Plant, built: &mut Vec<BuiltVariant>, variants: &[(HeadDim, Dtype)]) {
+        let n = self.prepared.fetch_add(1, Ordering::Relaxed) + 1;
+        if plant.every == 0 || !n.is_multiple_of(plant.every) || plant.kernels.is_empty() {
+            return;
+        }
+        let (path, text) = &plant.kernels[(n / plant.every - 1) % plant.kernels.len()];
+        let source = KernelSource::File {
+            path: format!("planted:{path}"),
+            text: text.clone(),
+        };
+        let planted =
+            self.install(|| compile_all(&self.toolchain, &[source], variants, self.target));
+        if let Some(planted) = planted.into_iter().next() {
+            *built = planted;
         }
     }
 

@@ -4,6 +4,7 @@
 use crate::ahead::{Ahead, AHEAD};
 use crate::child::WorkerCommand;
 use crate::compiler::BatchCompiler;
+use crate::cubin_cache::CubinCache;
 use crate::late::LateCompiler;
 use crate::plan::GpuPlan;
 use crate::pool::RunnerPool;
@@ -14,7 +15,6 @@ use evo_gates::Evaluation;
 use evo_genome::{Genome, GenomeId, Target};
 use evo_mutator::{Evaluator, EvaluatorError};
 use rayon::prelude::*;
-use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -27,6 +27,8 @@ pub struct GpuEvaluator {
     /// ([`Evaluator::prefetch`]), oldest first: a pipelined search announces batch k + 1
     /// before it asks for batch k, announced one round earlier.
     pub ahead: std::collections::VecDeque<Ahead>,
+    /// The GPUs, in the order given.
+    gpus: Vec<u32>,
 }
 
 impl Drop for GpuEvaluator {
@@ -55,26 +57,40 @@ impl GpuEvaluator {
         let toolchain = Toolchain::discover()?;
         std::fs::create_dir_all(&plan.cubin_dir)
             .with_context(|| format!("{}: cannot create", plan.cubin_dir.display()))?;
+        let cache = match &plan.cubin_cache {
+            None => None,
+            Some(dir) => Some(Arc::new(CubinCache::open(dir, &toolchain).with_context(
+                || {
+                    format!(
+                        "{}: cannot create the CUBIN cache (choose another folder with --cubin-cache DIR, or none with --cubin-cache off)",
+                        dir.display()
+                    )
+                },
+            )?)),
+        };
         let mut runner = runner;
         let late = LateCompiler {
             toolchain: toolchain.clone(),
             target,
             cubin_dir: plan.cubin_dir.clone(),
+            cache: cache.clone(),
         };
         for r in &mut runner.runners {
             r.late = Some(late.clone());
         }
-        Ok(GpuEvaluator {
+        let gpus = runner.runners.len();
+        let compiler = BatchCompiler::new(plan, toolchain, device, target, gpus, cache);
+        Ok(GpuEvaluator::new(runner, compiler))
+    }
+
+    /// The evaluator of a started pool and its compiler.
+    pub(crate) fn new(runner: RunnerPool, compiler: BatchCompiler) -> GpuEvaluator {
+        GpuEvaluator {
+            gpus: runner.gpus(),
             runner,
+            compiler: Arc::new(compiler),
             ahead: Default::default(),
-            compiler: Arc::new(BatchCompiler {
-                plan,
-                toolchain,
-                device,
-                target,
-                prepared: AtomicUsize::new(0),
-            }),
-        })
+        }
     }
 
     pub fn target(&self) -> Target {
@@ -135,27 +151,28 @@ impl Evaluator for GpuEvaluator {
         let (tx, rx) = mpsc::channel();
         Ok(std::thread::scope(|scope| {
             scope.spawn(move || {
-                batch
-                    .par_iter()
-                    .enumerate()
-                    .for_each_with(tx, |tx, (i, genome)| {
-                        let prepared = compiler.compile_batch(std::slice::from_ref(genome));
-                        let prepared = prepared.into_iter().next().expect("one genome in, one out");
-                        // The receiver lives until every candidate is answered.
-                        let _ = tx.send((i, prepared));
-                    });
+                compiler.install(|| {
+                    batch
+                        .par_iter()
+                        .enumerate()
+                        .for_each_with(tx, |tx, (i, genome)| {
+                            // The receiver lives until every candidate is answered.
+                            let _ = tx.send((i, compiler.compile_one(genome)));
+                        })
+                });
             });
             runner.run_stream(rx, batch.len(), done)
         }))
     }
 
     fn utilization(&self) -> Vec<String> {
-        self.runner.usage().iter().map(GpuUse::line).collect()
+        let mut lines: Vec<String> = self.runner.usage().iter().map(GpuUse::line).collect();
+        lines.extend(self.compiler.cache.as_ref().map(|c| c.line()));
+        lines
     }
 
     fn describe(&self) -> String {
-        let gpus = self.runner.gpus();
-        let workers = match gpus.as_slice() {
+        let workers = match self.gpus.as_slice() {
             [_] => "a child worker".to_string(),
             many => format!(
                 "{} child workers, one per GPU ({})",
@@ -166,9 +183,13 @@ impl Evaluator for GpuEvaluator {
                     .join(",")
             ),
         };
+        let cache = match &self.compiler.cache {
+            Some(c) => format!("CUBIN cache {}", c.dir().display()),
+            None => "no CUBIN cache".into(),
+        };
         format!(
             "evaluating on {} ({}), {} GREEN cases, objective {}; kernels run in {workers} \
-             (timeout {:.0} s)",
+             (timeout {:.0} s), compiled on {} threads ({cache})",
             self.compiler.device,
             self.compiler.target,
             self.compiler.plan.green_cases.len(),
@@ -179,7 +200,8 @@ impl Evaluator for GpuEvaluator {
                 .map(|p| p.label())
                 .collect::<Vec<_>>()
                 .join(" + "),
-            self.runner.runners[0].timeout.as_secs_f64()
+            self.compiler.plan.timeout.as_secs_f64(),
+            self.compiler.threads()
         )
     }
 }

@@ -1,11 +1,13 @@
 //! Late compiles: the full gate's variants of a candidate about to be crowned.
 
 use crate::compiler::{remove_files, write_variant};
+use crate::cubin_cache::{compile_cached, CubinCache};
 use crate::protocol::{VariantFile, WorkerRequest};
 use evo_codegen::Toolchain;
-use evo_gates::compile::{compile_all, variants_for, KernelSource};
+use evo_gates::compile::{variants_for, KernelSource};
 use evo_genome::{Dtype, HeadDim, Problem, Target};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Compiles the full gate's remaining variants of one candidate, when it is about to
 /// be crowned: most candidates never get there, so compiling them for every candidate
@@ -15,6 +17,7 @@ pub struct LateCompiler {
     pub(crate) toolchain: Toolchain,
     pub(crate) target: Target,
     pub(crate) cubin_dir: PathBuf,
+    pub(crate) cache: Option<Arc<CubinCache>>,
 }
 
 impl LateCompiler {
@@ -38,9 +41,15 @@ impl LateCompiler {
             name: request.genome.id().to_string(),
             genome: request.genome,
         };
-        let built = compile_all(&self.toolchain, &[source], &missing, self.target);
+        let built = compile_cached(
+            &self.toolchain,
+            self.cache.as_deref(),
+            &source,
+            &missing,
+            self.target,
+        );
         let mut files = Vec::new();
-        for v in built.into_iter().flatten() {
+        for v in built {
             match v.result {
                 Ok(compiled) => {
                     let stem = format!("{}-full", request.genome.id());

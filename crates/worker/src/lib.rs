@@ -26,6 +26,7 @@
 mod ahead;
 mod child;
 mod compiler;
+mod cubin_cache;
 mod evaluator;
 mod gpus;
 mod late;
@@ -39,6 +40,7 @@ mod usage;
 pub use ahead::Ahead;
 pub use child::WorkerCommand;
 pub use compiler::{BatchCompiler, Prepared};
+pub use cubin_cache::CubinCache;
 pub use evaluator::GpuEvaluator;
 pub use gpus::{parse_gpus, require_one_model};
 pub use late::LateCompiler;

@@ -22,6 +22,9 @@ pub struct GpuPlan {
     pub timeout: Duration,
     /// Where CUBINs are written for the worker.
     pub cubin_dir: PathBuf,
+    /// Where compiled CUBINs are kept across runs (see `CubinCache`); none: every
+    /// variant is compiled.
+    pub cubin_cache: Option<PathBuf>,
     /// The fault drill: replace some candidates' kernels with planted faulting or
     /// hanging ones (None in every real search).
     pub plant: Option<Plant>,

@@ -9,9 +9,10 @@ use evo_gates::{Evaluation, Status};
 use evo_genome::{Genome, Problem, Target};
 use evo_mutator::Evaluator;
 use std::path::Path;
-use std::sync::atomic::AtomicUsize;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
+
+mod compile;
 
 fn request() -> WorkerRequest {
     WorkerRequest {
@@ -182,6 +183,7 @@ fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
         toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
         target: Target::Sm90,
         cubin_dir: cubins.clone(),
+        cache: None,
     });
     // The first candidate's full gate needs two variants it lacks (a real compile);
     // the others need none.
@@ -412,16 +414,7 @@ fn chosen_gpus_take_each_candidate_as_soon_as_it_is_compiled() {
     let (runner, device, target) =
         RunnerPool::start(&command, Some(&[0, 1]), 0, Duration::from_secs(20)).unwrap();
     assert_eq!(runner.gpus(), vec![0, 1]);
-    let plan = GpuPlan {
-        green_cases: Vec::new(),
-        full_gate: Vec::new(),
-        objective: vec![Problem::seed()],
-        seed: 0,
-        timeout: Duration::from_secs(20),
-        cubin_dir: dir.path().to_path_buf(),
-        plant: None,
-    };
-    let mut evaluator = evaluator_of(runner, plan, device, target);
+    let mut evaluator = evaluator_of(runner, plan(dir.path(), None), device, target);
     let batch = named(&["champion-h100-seed", "fa2", "v7a", "phase6", "v6a", "v5"]);
     let mut handed = 0;
     let evals = evaluator
@@ -445,6 +438,21 @@ fn chosen_gpus_take_each_candidate_as_soon_as_it_is_compiled() {
         .contains("2 child workers, one per GPU (0,1)"));
 }
 
+/// The plan of the stand-in tests: the seed shape's objective, no GREEN case, CUBINs
+/// written to `cubins`.
+fn plan(cubins: &Path, cache: Option<&Path>) -> GpuPlan {
+    GpuPlan {
+        green_cases: Vec::new(),
+        full_gate: Vec::new(),
+        objective: vec![Problem::seed()],
+        seed: 0,
+        timeout: Duration::from_secs(20),
+        cubin_dir: cubins.to_path_buf(),
+        cubin_cache: cache.map(Path::to_path_buf),
+        plant: None,
+    }
+}
+
 /// A GPU evaluator over stand-in workers, compiling with the real NVRTC.
 fn evaluator_of(
     runner: RunnerPool,
@@ -452,17 +460,16 @@ fn evaluator_of(
     device: String,
     target: Option<Target>,
 ) -> GpuEvaluator {
-    GpuEvaluator {
-        runner,
-        compiler: Arc::new(BatchCompiler {
-            plan,
-            toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
-            device,
-            target: target.unwrap(),
-            prepared: AtomicUsize::new(0),
-        }),
-        ahead: Default::default(),
-    }
+    let gpus = runner.gpus().len();
+    let compiler = BatchCompiler::new(
+        plan,
+        Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
+        device,
+        target.unwrap(),
+        gpus,
+        None,
+    );
+    GpuEvaluator::new(runner, compiler)
 }
 
 fn named(names: &[&str]) -> Vec<Genome> {
@@ -512,16 +519,7 @@ fn a_batch_announced_ahead_compiles_before_it_is_asked_for() {
         Duration::from_secs(20),
     )
     .unwrap();
-    let plan = GpuPlan {
-        green_cases: Vec::new(),
-        full_gate: Vec::new(),
-        objective: vec![Problem::seed()],
-        seed: 0,
-        timeout: Duration::from_secs(20),
-        cubin_dir: cubins.clone(),
-        plant: None,
-    };
-    let mut evaluator = evaluator_of(runner, plan, device, target);
+    let mut evaluator = evaluator_of(runner, plan(&cubins, None), device, target);
     // The search's order: batch k + 1 is announced before batch k is asked for.
     let (b0, b1, b2, b3) = (
         named(&["v3"]),
