@@ -69,6 +69,11 @@ impl BatchCompiler {
         self.pool.install(work)
     }
 
+    /// Starts `work` on the compile threads, after the work started before it.
+    pub(crate) fn spawn(&self, work: impl FnOnce() + Send + 'static) {
+        self.pool.spawn(work)
+    }
+
     /// The variants every candidate is compiled at: the screen's and the objective's;
     /// the full gate's others are compiled only for a candidate about to be crowned
     /// (`LateCompiler`).

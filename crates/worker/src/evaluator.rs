@@ -1,5 +1,6 @@
 //! [`GpuEvaluator`]: the search's [`Evaluator`] on real GPUs, a batch compiler and a
-//! pool of runners, one per GPU.
+//! pool of runners, one per GPU; batches for the generational search, a stream of
+//! single candidates for the steady-state one.
 
 use crate::ahead::{Ahead, AHEAD};
 use crate::child::WorkerCommand;
@@ -8,6 +9,7 @@ use crate::cubin_cache::CubinCache;
 use crate::late::LateCompiler;
 use crate::plan::GpuPlan;
 use crate::pool::RunnerPool;
+use crate::stream::{Stream, QUEUED_PER_GPU};
 use crate::usage::GpuUse;
 use anyhow::Context;
 use evo_codegen::Toolchain;
@@ -27,6 +29,9 @@ pub struct GpuEvaluator {
     /// ([`Evaluator::prefetch`]), oldest first: a pipelined search announces batch k + 1
     /// before it asks for batch k, announced one round earlier.
     pub ahead: std::collections::VecDeque<Ahead>,
+    /// A steady-state search's candidates on their way ([`Evaluator::submit`]); while
+    /// it is open, the runners are in its lanes.
+    stream: Option<Stream>,
     /// The GPUs, in the order given.
     gpus: Vec<u32>,
 }
@@ -34,6 +39,7 @@ pub struct GpuEvaluator {
 impl Drop for GpuEvaluator {
     /// A batch announced but never asked for (the budget ran out) leaves no files.
     fn drop(&mut self) {
+        self.close_stream();
         for ahead in self.ahead.drain(..) {
             ahead.discard();
         }
@@ -90,6 +96,14 @@ impl GpuEvaluator {
             runner,
             compiler: Arc::new(compiler),
             ahead: Default::default(),
+            stream: None,
+        }
+    }
+
+    /// Ends a steady-state stream: its lanes' runners come back to the pool.
+    fn close_stream(&mut self) {
+        if let Some(stream) = self.stream.take() {
+            self.runner.runners = stream.close();
         }
     }
 
@@ -116,6 +130,7 @@ impl Evaluator for GpuEvaluator {
     }
 
     fn prefetch(&mut self, next: &[Genome]) {
+        self.close_stream();
         while self.ahead.len() >= AHEAD {
             if let Some(stale) = self.ahead.pop_front() {
                 stale.discard();
@@ -130,6 +145,7 @@ impl Evaluator for GpuEvaluator {
         batch: &[Genome],
         done: &mut dyn FnMut(&Evaluation),
     ) -> Result<Vec<Evaluation>, EvaluatorError> {
+        self.close_stream();
         let ids: Vec<GenomeId> = batch.iter().map(|g| g.id()).collect();
         // Announced and compiling (or compiled) since then: batches announced before
         // it were not asked for and are dropped; those announced after it stay.
@@ -163,6 +179,40 @@ impl Evaluator for GpuEvaluator {
             });
             runner.run_stream(rx, batch.len(), done)
         }))
+    }
+
+    /// Enough candidates that every GPU has [`QUEUED_PER_GPU`] compiled ones queued
+    /// behind the one it runs, and the compile threads have a candidate each to work
+    /// on (its variants compile in parallel) to keep that queue filled.
+    fn in_flight(&self) -> usize {
+        let variants = self.compiler.variants().len().max(1);
+        self.gpus.len() * (QUEUED_PER_GPU + 1) + self.compiler.threads().div_ceil(variants)
+    }
+
+    fn submit(&mut self, genome: &Genome) -> Result<(), EvaluatorError> {
+        let runners = &mut self.runner.runners;
+        self.stream
+            .get_or_insert_with(|| Stream::open(std::mem::take(runners)))
+            .submit(&self.compiler, *genome);
+        Ok(())
+    }
+
+    fn next_answer(&mut self, _waiting: &[Genome]) -> Result<Evaluation, EvaluatorError> {
+        let stream = self
+            .stream
+            .as_mut()
+            .ok_or_else(|| EvaluatorError::new("asked for an answer with nothing submitted"))?;
+        let answer = stream.next().ok_or_else(|| {
+            EvaluatorError::new(format!(
+                "the GPU lanes ended with {} candidates unanswered",
+                stream.waiting()
+            ))
+        })?;
+        // Nothing left on its way: the runners come back, so the pool's time is read.
+        if stream.waiting() == 0 {
+            self.close_stream();
+        }
+        Ok(answer)
     }
 
     fn utilization(&self) -> Vec<String> {

@@ -35,6 +35,7 @@ mod pool;
 mod protocol;
 mod runner;
 mod serve;
+mod stream;
 mod usage;
 
 pub use ahead::Ahead;
@@ -49,6 +50,7 @@ pub use pool::RunnerPool;
 pub use protocol::{Hello, VariantFile, WorkerRequest, SEED_POOL};
 pub use runner::Runner;
 pub use serve::serve;
+pub use stream::QUEUED_PER_GPU;
 pub use usage::GpuUse;
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 mod compile;
+mod steady;
 
 fn request() -> WorkerRequest {
     WorkerRequest {
