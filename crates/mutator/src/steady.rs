@@ -5,8 +5,8 @@
 //! Here the search keeps `in_flight` candidates submitted to the evaluator (compiling,
 //! queued, running) and breeds one new candidate each time an answer comes back, from
 //! the population as it stands: the same tournament, crossover, mutation and repair as
-//! the generational strategy, and a replacement that keeps the `elites` best and turns
-//! the other places over oldest first ([`Evolution::replace_oldest`]).
+//! the generational strategy, and a replacement that keeps the best candidates measured
+//! so far ([`Evolution::replace_worst`]).
 //!
 //! The run starts like the generational one: the named seeds and random genomes make
 //! the first population, and breeding starts once all of it has answered (a child of
@@ -152,7 +152,7 @@ pub(crate) fn search(
             answered.generation,
             None,
         )?;
-        evolution.replace_oldest(answered.candidate, &evaluation);
+        evolution.replace_worst(answered.candidate, &evaluation);
         if let Some(path) = sinks.lineage_path {
             if outcome.evaluations % turnover == 0 {
                 lineage.save(path)?;

@@ -82,10 +82,10 @@ pub struct EvolutionParams {
     pub pipeline: bool,
     /// Steady-state search: no generation barrier. Every answer breeds one new candidate
     /// from the population as it stands (the same tournament, crossover, mutation and
-    /// repair), and the newcomer takes the place of the oldest member outside the
-    /// `elites` best, so `in_flight` candidates are always on their way (compiling,
-    /// queued, running) and no GPU waits for a generation to end. Deterministic: the
-    /// same seed and the same order of answers give the same lineage.
+    /// repair), and the newcomer takes the place of the worst member, so `in_flight`
+    /// candidates are always on their way (compiling, queued, running) and no GPU waits
+    /// for a generation to end. Deterministic: the same seed and the same order of
+    /// answers give the same lineage.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub steady: bool,
     /// How many candidates a steady-state search keeps submitted and unanswered; none:
@@ -166,11 +166,10 @@ pub(crate) enum Strategy {
 }
 
 pub(crate) struct Evolution {
-    pub(crate) params: EvolutionParams,
+    params: EvolutionParams,
     seeds: Vec<GenomeFile>,
-    /// Current population with scores (failures score +∞), in a stable order (in a
-    /// steady-state search: oldest first).
-    pub(crate) population: Vec<(Candidate, f64)>,
+    /// Current population with scores (failures score +∞), in a stable order.
+    population: Vec<(Candidate, f64)>,
     pub(crate) generation: u32,
 }
 
@@ -301,7 +300,7 @@ impl Strategy {
 }
 
 /// Score for selection: lower is better, failures last.
-pub(crate) fn score(e: &Evaluation) -> f64 {
+fn score(e: &Evaluation) -> f64 {
     e.score_us.filter(|_| e.is_ok()).unwrap_or(f64::INFINITY)
 }
 
@@ -469,21 +468,19 @@ impl Evolution {
     }
 
     /// Steady-state replacement, one answer at a time: the newcomer joins, and once the
-    /// population is over its size the oldest member outside the `elites` best leaves.
-    /// Over `population - elites` answers every other place turns over, as in one
-    /// generation of the generational loop, and the best are never lost.
-    pub(crate) fn replace_oldest(&mut self, newcomer: Candidate, evaluation: &Evaluation) {
+    /// population is over its size the worst member leaves (of equals the newest, so a
+    /// newcomer that failed leaves at once). The population is the best of everything
+    /// measured, so the elites are never lost; on the recorded landscape this reaches
+    /// the optimum in fewer evaluations than turning the other places over oldest
+    /// first, as a generation does.
+    pub(crate) fn replace_worst(&mut self, newcomer: Candidate, evaluation: &Evaluation) {
         self.population.push((newcomer, score(evaluation)));
-        if self.population.len() <= self.params.population {
-            return;
+        if self.population.len() > self.params.population {
+            // `max_by` returns the last of equal maxima: the newest of the worst.
+            let worst = (0..self.population.len())
+                .max_by(|&a, &b| self.population[a].1.total_cmp(&self.population[b].1))
+                .expect("the population is not empty");
+            self.population.remove(worst);
         }
-        let mut ranked: Vec<usize> = (0..self.population.len()).collect();
-        // Stable: among equal scores the older member ranks first.
-        ranked.sort_by(|&a, &b| self.population[a].1.total_cmp(&self.population[b].1));
-        let elites = &ranked[..self.params.elites];
-        let oldest = (0..self.population.len())
-            .find(|i| !elites.contains(i))
-            .expect("elites < population");
-        self.population.remove(oldest);
     }
 }
