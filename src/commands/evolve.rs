@@ -71,8 +71,9 @@ pub struct EvolveArgs {
     #[arg(long, conflicts_with = "pipeline")]
     pub steady: bool,
     /// Candidates a steady-state search keeps on their way (compiling, queued, running)
-    /// [default: on the GPU, 3 per GPU and one per compile thread; replay: 1]. Written
-    /// into experiment.toml: the lineage depends on it.
+    /// [default: on the GPU, 3 per GPU plus one per compile thread's share of a
+    /// candidate's variants; replay: 1]. Written into experiment.toml: the lineage
+    /// depends on it.
     #[arg(long, value_name = "N", requires = "steady")]
     pub in_flight: Option<usize>,
     /// Where compiled CUBINs are kept for later runs (keyed by template hash, defines,

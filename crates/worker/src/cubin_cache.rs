@@ -160,7 +160,10 @@ impl CubinCache {
         let mut bytes = serde_json::to_vec(&header).expect("a header always serializes");
         bytes.push(b'\n');
         bytes.extend_from_slice(&compiled.cubin);
-        // A name no other writer uses, renamed into place whole.
+        // A name no other writer uses, renamed into place whole. Not `write_atomic` of
+        // the lineage crate: its temporary name is the same for every writer (islands on
+        // one node may keep the same variant at once), and it syncs to disk, which a
+        // cache need not (a file lost is compiled again).
         let temporary = self.dir.join(format!(
             ".{}.{}.{:?}.tmp",
             path.file_name().and_then(|n| n.to_str()).unwrap_or("cubin"),
