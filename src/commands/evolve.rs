@@ -13,25 +13,27 @@
 
 use anyhow::{bail, Context};
 use evo_gates::suite::full_cases;
-use evo_gates::{GreenSuite, TimingSuite};
-use evo_genome::{Dtype, GenomeFile, Problem, Target};
-use evo_lineage::{
-    plot_best_so_far, render_insights, render_markdown, Lineage, LineageMeta, PlotError,
-};
+use evo_gates::GreenSuite;
+use evo_genome::{Problem, Target};
+use evo_lineage::{plot_best_so_far, LineageMeta, PlotError};
 use evo_mutator::{
-    search, Backend, BudgetConfig, EvaluationCache, Evaluator, EvolutionParams, Exchange,
-    ExperimentConfig, IslandConfig, Landscape, LandscapeEvaluator, SearchConfig, SearchOutcome,
-    SearchSpace, Sinks, StopReason, StrategyKind, WallClock, EXPERIMENT_FILE, MIGRANTS_FILE,
+    search, Backend, EvaluationCache, Evaluator, Exchange, ExperimentConfig, Landscape,
+    LandscapeEvaluator, SearchConfig, SearchSpace, Sinks, WallClock, EXPERIMENT_FILE,
+    MIGRANTS_FILE,
 };
 use evo_worker::{parse_gpus, CubinCache, GpuEvaluator, GpuPlan, Plant};
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The landscape `auto` replays without a GPU: both kernel families at the seed shape,
 /// recorded on an H100 by `evo landscape`.
 pub const DEFAULT_LANDSCAPE: &str = "experiments/2026-11-23-h100-landscape";
+
+mod config;
+mod report;
+
+use config::{config_from_args, load_genomes, resolve_config};
+use report::{report, stop_reason};
 
 #[derive(Debug, clap::Args)]
 pub struct EvolveArgs {
@@ -131,23 +133,6 @@ pub struct EvolveArgs {
     pub quiet: bool,
 }
 
-impl EvolveArgs {
-    /// `[island]` of a new experiment, from --island and its companions.
-    fn island_config(&self) -> Option<IslandConfig> {
-        let island = self.island?;
-        Some(IslandConfig {
-            island,
-            islands: self.islands.expect("clap requires --islands with --island"),
-            exchange: self
-                .exchange
-                .clone()
-                .expect("clap requires --exchange with --island"),
-            every: self.migrate_every.unwrap_or(2),
-            migrants: self.migrants.unwrap_or(2),
-        })
-    }
-}
-
 /// The GPU backend: compiles each generation in parallel here and runs GREEN (the
 /// quick suite, plus every case of the objective's shape) and FAST in a child worker
 /// (see the evo-worker crate). The target is the GPU's own, whatever the config guessed.
@@ -223,183 +208,6 @@ pub(crate) fn slug(s: &str) -> String {
         }
     }
     out.trim_matches('-').to_string()
-}
-
-/// The named genomes in `dir`, by name.
-fn load_genomes(dir: &Path) -> anyhow::Result<BTreeMap<String, GenomeFile>> {
-    let mut out = BTreeMap::new();
-    let entries = std::fs::read_dir(dir).with_context(|| {
-        format!(
-            "{}: cannot list the named genomes (use --genomes DIR)",
-            dir.display()
-        )
-    })?;
-    for entry in entries {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "toml") {
-            let file = GenomeFile::load(&path)?;
-            out.insert(file.name.clone(), file);
-        }
-    }
-    Ok(out)
-}
-
-/// The config from the command line, or the experiment's own file when it exists
-/// (then any option given must agree with it).
-fn resolve_config(
-    args: &EvolveArgs,
-    dir: &Path,
-    genomes: &BTreeMap<String, GenomeFile>,
-) -> anyhow::Result<ExperimentConfig> {
-    let path = dir.join(EXPERIMENT_FILE);
-    if path.exists() {
-        let config = ExperimentConfig::load(&path)?;
-        let clash = |field: &str, given: String, recorded: String| -> anyhow::Result<()> {
-            if given != recorded {
-                bail!(
-                    "{}: records {field} = {recorded}, but {given} was given; drop the option to resume, or use a new --experiment folder",
-                    path.display()
-                );
-            }
-            Ok(())
-        };
-        if let Some(s) = &args.strategy {
-            clash("strategy", s.clone(), config.strategy.to_string())?;
-        }
-        if let Some(s) = args.seed {
-            clash("seed", s.to_string(), config.seed.to_string())?;
-        }
-        if let Some(b) = &args.backend {
-            clash("backend", b.clone(), config.backend.clone())?;
-        }
-        if let Some(asked) = args.island_config() {
-            let recorded = config.island.clone();
-            if recorded.as_ref() != Some(&asked) {
-                let show = |c: Option<&IslandConfig>| {
-                    c.map_or("no [island]".to_string(), |c| {
-                        format!(
-                            "island {} of {} (exchange {}, every {}, migrants {})",
-                            c.island,
-                            c.islands,
-                            c.exchange.display(),
-                            c.every,
-                            c.migrants
-                        )
-                    })
-                };
-                clash("[island]", show(Some(&asked)), show(recorded.as_ref()))?;
-            }
-        }
-        if let Some(p) = args.population {
-            clash(
-                "population",
-                p.to_string(),
-                config.evolutionary.population.to_string(),
-            )?;
-        }
-        if args.pipeline {
-            clash(
-                "[evolutionary] pipeline",
-                "true".into(),
-                config.evolutionary.pipeline.to_string(),
-            )?;
-        }
-        if args.steady {
-            clash(
-                "[evolutionary] steady",
-                "true".into(),
-                config.evolutionary.steady.to_string(),
-            )?;
-        }
-        if let Some(n) = args.in_flight {
-            clash(
-                "[evolutionary] in_flight",
-                n.to_string(),
-                config
-                    .evolutionary
-                    .in_flight
-                    .map_or("none".into(), |r| r.to_string()),
-            )?;
-        }
-        // A larger budget continues the experiment: the cache answers what was done.
-        let mut config = config;
-        if args.budget.is_some() || args.minutes.is_some() {
-            config.budget = BudgetConfig {
-                evaluations: args.budget,
-                minutes: args.minutes,
-            };
-            config.save(&path)?;
-        }
-        return Ok(config);
-    }
-    let name = dir
-        .file_name()
-        .map_or("experiment".into(), |n| n.to_string_lossy().into_owned());
-    let config = config_from_args(args, &name, genomes)?;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("{}: cannot create the experiment folder", dir.display()))?;
-    config.save(&path)?;
-    Ok(config)
-}
-
-/// A new experiment's config from the command line and the defaults, checked like a file.
-fn config_from_args(
-    args: &EvolveArgs,
-    name: &str,
-    genomes: &BTreeMap<String, GenomeFile>,
-) -> anyhow::Result<ExperimentConfig> {
-    let mut evolutionary = EvolutionParams {
-        pipeline: args.pipeline,
-        steady: args.steady,
-        in_flight: args.in_flight,
-        ..EvolutionParams::default()
-    };
-    if let Some(p) = args.population {
-        evolutionary.population = p;
-        evolutionary.elites = evolutionary.elites.min(p.saturating_sub(1));
-    }
-    let config = ExperimentConfig {
-        name: name.to_string(),
-        strategy: args
-            .strategy
-            .as_deref()
-            .map_or(StrategyKind::Evolutionary, |s| {
-                StrategyKind::parse(s).expect("clap checked it")
-            }),
-        seed: args
-            .seed
-            .unwrap_or_else(|| args.island.map_or(1, |k| u64::from(k) + 1)),
-        backend: args.backend.clone().unwrap_or_else(|| "auto".into()),
-        seeds: genomes.keys().cloned().collect(),
-        budget: BudgetConfig {
-            evaluations: if args.minutes.is_some() {
-                None
-            } else {
-                Some(args.budget.unwrap_or(200))
-            },
-            minutes: args.minutes,
-        },
-        evolutionary,
-        problem: args
-            .problem
-            .as_deref()
-            .map(str::parse::<Problem>)
-            .transpose()
-            .map_err(|e| anyhow::anyhow!("--problem {e}"))?,
-        suite: match args.suite.as_deref() {
-            Some(name) => TimingSuite::parse(name)
-                .expect("clap checked the suite")
-                .problems(Dtype::F16),
-            None => Vec::new(),
-        },
-        target: None,
-        subspace: None,
-        island: args.island_config(),
-    };
-    // Round-trip through the checker so the command line gets the file's checks.
-    let text = toml::to_string(&config)?;
-    ExperimentConfig::from_toml_str(&text, Path::new("the command line"))
-        .map_err(|e| anyhow::anyhow!("{e}").context("the command-line options are inconsistent"))
 }
 
 /// The evaluator, the space and the objective for a backend; prints the first line.
@@ -738,98 +546,6 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
     );
     println!("report: {}", report_path.display());
     Ok(())
-}
-
-fn stop_reason(stop: StopReason) -> &'static str {
-    match stop {
-        StopReason::Budget => "budget spent",
-        StopReason::Generations => "generation limit",
-        StopReason::SpaceExhausted => "every reachable genome evaluated",
-    }
-}
-
-fn report(
-    config: &ExperimentConfig,
-    dir: &Path,
-    backend: &str,
-    outcome: &SearchOutcome,
-    on_record: usize,
-    plot_note: Option<&str>,
-) -> String {
-    let lineage: &Lineage = &outcome.lineage;
-    let mut out = format!("# Experiment {}\n\n{backend}\n\n", config.name);
-    let budget = match (config.budget.evaluations, config.budget.minutes) {
-        (Some(n), _) => format!("{n} evaluations"),
-        (None, Some(m)) => format!("{m} minutes"),
-        (None, None) => "none".into(),
-    };
-    let _ = writeln!(
-        out,
-        "- strategy: {} (population {}, elites {}, tournament {}, crossover {}, mutation {}{}), seed {}, budget {budget}",
-        config.strategy,
-        config.evolutionary.population,
-        config.evolutionary.elites,
-        config.evolutionary.tournament,
-        config.evolutionary.crossover_rate,
-        config.evolutionary.mutation_rate,
-        match (config.evolutionary.pipeline, config.evolutionary.in_flight) {
-            (true, _) => ", pipelined generations".to_string(),
-            (false, Some(n)) if config.evolutionary.steady => {
-                format!(", steady-state with {n} in flight")
-            }
-            _ => String::new(),
-        },
-        config.seed
-    );
-    let _ = writeln!(
-        out,
-        "- device: {} · objective: {}",
-        lineage.meta.device, lineage.meta.objective
-    );
-    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
-    for node in lineage.nodes() {
-        if let Some(s) = node.status() {
-            *by_status.entry(s.to_string()).or_default() += 1;
-        }
-    }
-    let statuses = by_status
-        .iter()
-        .map(|(s, n)| format!("{n} {s}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(
-        out,
-        "- {} evaluations ({} fresh, {} from the cache of {on_record} records): {statuses}; stopped: {}\n",
-        outcome.evaluations,
-        outcome.evaluations - outcome.cache_hits,
-        outcome.cache_hits,
-        stop_reason(outcome.stop)
-    );
-    match plot_note {
-        None => out.push_str("![best so far](best_so_far.svg)\n\n"),
-        Some(note) => {
-            let _ = writeln!(out, "(no plot: {note})\n");
-        }
-    }
-    if let Some(gates) = lineage
-        .champion()
-        .and_then(|c| c.evaluation.as_ref())
-        .map(|e| &e.gates)
-        .filter(|g| !g.is_empty())
-    {
-        let _ = writeln!(out, "- the champion passed: {}\n", gates.join("; "));
-    }
-    out.push_str(&render_markdown(lineage));
-    out.push('\n');
-    out.push_str(&render_insights(&evo_lineage::insights(
-        std::slice::from_ref(lineage),
-    )));
-    let _ = writeln!(
-        out,
-        "\nReproduce: `evo evolve --experiment {}` (same seed, same measurements: same lineage).",
-        dir.display()
-    );
-    out
 }
 
 #[cfg(test)]
