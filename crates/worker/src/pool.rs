@@ -35,11 +35,23 @@ impl RunnerPool {
                 .map(|&g| Ok((g, command.pinned(g)?)))
                 .collect::<anyhow::Result<_>>()?,
         };
+        // The workers start at once: each spends its start opening a CUDA context, and
+        // one after another they would add up with every GPU.
+        let started: Vec<anyhow::Result<(Worker, Hello)>> = std::thread::scope(|scope| {
+            let starts: Vec<_> = lanes
+                .iter()
+                .map(|(_, command)| scope.spawn(move || Worker::spawn(command)))
+                .collect();
+            starts
+                .into_iter()
+                .map(|s| s.join().expect("a worker's start does not panic"))
+                .collect()
+        });
         let mut runners = Vec::new();
         let best = Arc::new(Bar::default());
         let mut models: Vec<(u32, String, Option<Target>)> = Vec::new();
-        for (gpu, command) in lanes {
-            let (worker, hello) = Worker::spawn(&command)?;
+        for ((gpu, command), started) in lanes.into_iter().zip(started) {
+            let (worker, hello) = started?;
             let (device, target) = match hello {
                 Hello::Ready { device, target } => (device, target),
                 Hello::NoDevice { message } if gpus.is_some() => bail!("GPU {gpu}: {message}"),
