@@ -2,11 +2,12 @@
 //!
 //! A candidate kernel may fault (illegal address), hang, or leave the CUDA context
 //! unusable. None of that may end a search, so this process never touches CUDA: it
-//! compiles a generation in parallel (rayon, NVRTC needs no GPU), writes the CUBINs
+//! compiles candidates in parallel (rayon, NVRTC needs no GPU), writes the CUBINs
 //! to disk, and hands them one at a time to `evo worker`, a child process that owns
-//! the context and answers with an [`Evaluation`](evo_gates::Evaluation) per JSON line. A child that dies
-//! is recorded as `runtime_failed`, one that does not answer within the timeout is
-//! killed and recorded as `timeout`; either way a fresh child takes over.
+//! the context and answers with an [`Evaluation`](evo_gates::Evaluation) per JSON
+//! line. A child that dies is recorded as `runtime_failed`, one that does not answer
+//! within the timeout is killed and recorded as `timeout`; either way a fresh child
+//! takes over.
 //!
 //! With several GPUs (`--gpus`), one worker runs per GPU, each pinned to its device
 //! through `CUDA_VISIBLE_DEVICES` and replaced on that same device when it dies; the
@@ -14,14 +15,17 @@
 //! or their timings would not compare.
 //!
 //! A candidate's way through this crate, one file per stop: `plan.rs` says what is
-//! compiled and measured; `compiler.rs` compiles a candidate (a batch announced ahead
-//! of its turn waits in `ahead.rs`) into a request of the wire protocol
-//! (`protocol.rs`); `pool.rs` hands it to the first free runner (`runner.rs`, one per
-//! GPU; `gpus.rs`: which GPUs, pinned how), which sends it to its child process
-//! (`child.rs`) and waits for the answer; a new best's full-gate variants compile in
-//! `late.rs` before its confirmation run; `usage.rs` keeps where each GPU's time went;
-//! `evaluator.rs` ties them into the search's `Evaluator`; `serve.rs` is the child's
-//! side.
+//! compiled and measured; `compiler.rs` compiles a candidate on the compile threads,
+//! taking what `cubin_cache.rs` kept from earlier runs, into a request of the wire
+//! protocol (`protocol.rs`). A generational search's batch then waits in `ahead.rs`
+//! when it was announced ahead of its turn, and `pool.rs` hands its candidates to the
+//! first free runner; a steady-state search's candidates go one at a time through
+//! `stream.rs`, whose lanes hold the runners while candidates are waiting. A runner
+//! (`runner.rs`, one per GPU; `gpus.rs`: which GPUs, pinned how) sends a candidate to
+//! its child process (`child.rs`) and waits for the answer; a new best's full-gate
+//! variants compile in `late.rs` before its confirmation run; `usage.rs` keeps where
+//! each GPU's time went; `evaluator.rs` ties them into the search's `Evaluator`;
+//! `serve.rs` is the child's side.
 
 mod ahead;
 mod child;
