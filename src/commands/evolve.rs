@@ -50,7 +50,7 @@ pub struct EvolveArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Experiment folder; an existing one is resumed from its experiment.toml
-    /// [default: experiments/<date>-<device>-<strategy>-s<seed>].
+    /// [default: experiments/<date>-<device>-<strategy>[-steady]-s<seed>].
     #[arg(long)]
     pub experiment: Option<PathBuf>,
     /// auto (GPU if present, else replay of the recorded landscape), gpu, or replay:DIR

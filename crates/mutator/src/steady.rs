@@ -40,7 +40,8 @@ use std::collections::{HashSet, VecDeque};
 struct Waiting {
     candidate: Candidate,
     generation: u32,
-    /// Its recorded answer and that answer's place in the record, when the cache holds one.
+    /// Its recorded answer and that answer's place in the record, when the cache holds
+    /// one.
     recorded: Option<(usize, Evaluation)>,
 }
 
@@ -65,7 +66,7 @@ pub(crate) fn search(
     let mut outcome = SearchOutcome::default();
     let progress = progress_bar(config);
     let mut rate = Rate::default();
-    // Every genome submitted so far: none is bred twice.
+    // Every genome bred so far: none is bred twice.
     let mut seen: HashSet<GenomeId> = HashSet::new();
     let limit = match config.budget {
         Budget::Evaluations(n) => n,
