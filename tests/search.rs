@@ -191,6 +191,9 @@ fn strategies_compares_on_a_landscape() {
         "4",
         "--checkpoints",
         "10,25",
+        "--steady",
+        "--in-flight",
+        "1,4",
         "--json",
         &json.display().to_string(),
     ]);
@@ -200,12 +203,13 @@ fn strategies_compares_on_a_landscape() {
     assert!(
         text.contains("| strategy | 10 | 25 |")
             && text.contains("| evolutionary |")
+            && text.contains("| evolutionary, steady-state (4 in flight) |")
             && text.contains("| random |"),
         "{text}"
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 4);
 }
 
 #[test]
@@ -294,5 +298,61 @@ fn a_pipelined_search_is_recorded_and_resumed_as_such() {
         stderr(&clash).contains("records [evolutionary] pipeline = false, but true was given"),
         "{}",
         stderr(&clash)
+    );
+}
+
+/// `--steady` is recorded in experiment.toml with its in-flight count (replay's own
+/// when none is given) and in the report; a re-run replays the recorded answers into
+/// the same lineage, and the count cannot change on resume.
+#[test]
+fn a_steady_search_is_recorded_and_replayed_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = tmp.path().join("exp");
+    let out = evolve(
+        &exp,
+        &[
+            "--budget",
+            "48",
+            "--seed",
+            "4",
+            "--steady",
+            "--in-flight",
+            "5",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let toml = std::fs::read_to_string(exp.join("experiment.toml")).unwrap();
+    assert!(
+        toml.contains("steady = true") && toml.contains("in_flight = 5"),
+        "{toml}"
+    );
+    let report = std::fs::read_to_string(exp.join("report.md")).unwrap();
+    assert!(report.contains("steady-state with 5 in flight"), "{report}");
+    let lineage = std::fs::read_to_string(exp.join("lineage.json")).unwrap();
+    let again = evolve(&exp, &[]);
+    assert!(
+        stdout(&again).contains("48 evaluations: 0 fresh, 48 from the cache"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(exp.join("lineage.json")).unwrap(),
+        lineage
+    );
+    let clash = evolve(&exp, &["--in-flight", "6", "--steady"]);
+    assert_eq!(clash.status.code(), Some(2));
+    assert!(
+        stderr(&clash).contains("records [evolutionary] in_flight = 5, but 6 was given"),
+        "{}",
+        stderr(&clash)
+    );
+    let own = tmp.path().join("own");
+    assert!(evolve(&own, &["--budget", "20", "--steady"])
+        .status
+        .success());
+    let toml = std::fs::read_to_string(own.join("experiment.toml")).unwrap();
+    assert!(
+        toml.contains("in_flight = 1"),
+        "replay answers at once: {toml}"
     );
 }

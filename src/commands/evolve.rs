@@ -13,25 +13,27 @@
 
 use anyhow::{bail, Context};
 use evo_gates::suite::full_cases;
-use evo_gates::{GreenSuite, TimingSuite};
-use evo_genome::{Dtype, GenomeFile, Problem, Target};
-use evo_lineage::{
-    plot_best_so_far, render_insights, render_markdown, Lineage, LineageMeta, PlotError,
-};
+use evo_gates::GreenSuite;
+use evo_genome::{Problem, Target};
+use evo_lineage::{plot_best_so_far, LineageMeta, PlotError};
 use evo_mutator::{
-    search, Backend, BudgetConfig, EvaluationCache, Evaluator, EvolutionParams, Exchange,
-    ExperimentConfig, IslandConfig, Landscape, LandscapeEvaluator, SearchConfig, SearchOutcome,
-    SearchSpace, Sinks, StopReason, StrategyKind, WallClock, EXPERIMENT_FILE, MIGRANTS_FILE,
+    search, Backend, EvaluationCache, Evaluator, Exchange, ExperimentConfig, Landscape,
+    LandscapeEvaluator, SearchConfig, SearchSpace, Sinks, WallClock, EXPERIMENT_FILE,
+    MIGRANTS_FILE,
 };
-use evo_worker::{parse_gpus, GpuEvaluator, GpuPlan, Plant};
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use evo_worker::{parse_gpus, CubinCache, GpuEvaluator, GpuPlan, Plant};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The landscape `auto` replays without a GPU: both kernel families at the seed shape,
 /// recorded on an H100 by `evo landscape`.
 pub const DEFAULT_LANDSCAPE: &str = "experiments/2026-11-23-h100-landscape";
+
+mod config;
+mod report;
+
+use config::{config_from_args, load_genomes, resolve_config};
+use report::{report, stop_reason};
 
 #[derive(Debug, clap::Args)]
 pub struct EvolveArgs {
@@ -51,7 +53,7 @@ pub struct EvolveArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Experiment folder; an existing one is resumed from its experiment.toml
-    /// [default: experiments/<date>-<device>-<strategy>-s<seed>].
+    /// [default: experiments/<date>-<device>-<strategy>[-steady]-s<seed>].
     #[arg(long)]
     pub experiment: Option<PathBuf>,
     /// auto (GPU if present, else replay of the recorded landscape), gpu, or replay:DIR
@@ -67,6 +69,23 @@ pub struct EvolveArgs {
     /// plain one, as reproducible; it pays with an evaluation budget.
     #[arg(long)]
     pub pipeline: bool,
+    /// Steady-state search: no generation barrier. Each answer breeds one new candidate
+    /// from the population as it stands, so compiled candidates are always queued ahead
+    /// of the GPUs. As reproducible: the order of answers is recorded in
+    /// evaluations.jsonl, and a re-run of the experiment replays it.
+    #[arg(long, conflicts_with = "pipeline")]
+    pub steady: bool,
+    /// Candidates a steady-state search keeps on their way (compiling, queued, running)
+    /// [default: on the GPU, 3 per GPU plus one per compile thread's share of a
+    /// candidate's variants; replay: 1]. Written into experiment.toml: the lineage
+    /// depends on it.
+    #[arg(long, value_name = "N", requires = "steady")]
+    pub in_flight: Option<usize>,
+    /// Where compiled CUBINs are kept for later runs (keyed by template hash, defines,
+    /// architecture and NVRTC version), or `off` [default: $XDG_CACHE_HOME/evo/cubins,
+    /// else ~/.cache/evo/cubins]. GPU backend.
+    #[arg(long, value_name = "DIR|off", env = "EVO_CUBIN_CACHE")]
+    pub cubin_cache: Option<String>,
     /// Folder of the named seed genomes.
     #[arg(long, default_value = "genomes")]
     pub genomes: PathBuf,
@@ -117,23 +136,6 @@ pub struct EvolveArgs {
     pub quiet: bool,
 }
 
-impl EvolveArgs {
-    /// `[island]` of a new experiment, from --island and its companions.
-    fn island_config(&self) -> Option<IslandConfig> {
-        let island = self.island?;
-        Some(IslandConfig {
-            island,
-            islands: self.islands.expect("clap requires --islands with --island"),
-            exchange: self
-                .exchange
-                .clone()
-                .expect("clap requires --exchange with --island"),
-            every: self.migrate_every.unwrap_or(2),
-            migrants: self.migrants.unwrap_or(2),
-        })
-    }
-}
-
 /// The GPU backend: compiles each generation in parallel here and runs GREEN (the
 /// quick suite, plus every case of the objective's shape) and FAST in a child worker
 /// (see the evo-worker crate). The target is the GPU's own, whatever the config guessed.
@@ -144,6 +146,7 @@ fn gpu_evaluator(
     plant_faults: Option<usize>,
     timeout: Duration,
     gpus: Option<&[u32]>,
+    cubin_cache: Option<PathBuf>,
 ) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
     let plant = match plant_faults {
         None => None,
@@ -167,6 +170,7 @@ fn gpu_evaluator(
             seed,
             timeout,
             cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+            cubin_cache,
             plant,
         },
         gpus,
@@ -176,7 +180,7 @@ fn gpu_evaluator(
 }
 
 /// True when `--backend` (default `auto`) will search on a GPU.
-fn on_gpu(backend: Option<&str>) -> bool {
+pub(super) fn on_gpu(backend: Option<&str>) -> bool {
     match backend.map(Backend::parse) {
         Some(Some(Backend::Gpu)) => true,
         None | Some(Some(Backend::Auto)) => cuda_device_present(),
@@ -218,166 +222,6 @@ pub(crate) fn slug(s: &str) -> String {
         }
     }
     out.trim_matches('-').to_string()
-}
-
-/// The named genomes in `dir`, by name.
-fn load_genomes(dir: &Path) -> anyhow::Result<BTreeMap<String, GenomeFile>> {
-    let mut out = BTreeMap::new();
-    let entries = std::fs::read_dir(dir).with_context(|| {
-        format!(
-            "{}: cannot list the named genomes (use --genomes DIR)",
-            dir.display()
-        )
-    })?;
-    for entry in entries {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "toml") {
-            let file = GenomeFile::load(&path)?;
-            out.insert(file.name.clone(), file);
-        }
-    }
-    Ok(out)
-}
-
-/// The config from the command line, or the experiment's own file when it exists
-/// (then any option given must agree with it).
-fn resolve_config(
-    args: &EvolveArgs,
-    dir: &Path,
-    genomes: &BTreeMap<String, GenomeFile>,
-) -> anyhow::Result<ExperimentConfig> {
-    let path = dir.join(EXPERIMENT_FILE);
-    if path.exists() {
-        let config = ExperimentConfig::load(&path)?;
-        let clash = |field: &str, given: String, recorded: String| -> anyhow::Result<()> {
-            if given != recorded {
-                bail!(
-                    "{}: records {field} = {recorded}, but {given} was given; drop the option to resume, or use a new --experiment folder",
-                    path.display()
-                );
-            }
-            Ok(())
-        };
-        if let Some(s) = &args.strategy {
-            clash("strategy", s.clone(), config.strategy.to_string())?;
-        }
-        if let Some(s) = args.seed {
-            clash("seed", s.to_string(), config.seed.to_string())?;
-        }
-        if let Some(b) = &args.backend {
-            clash("backend", b.clone(), config.backend.clone())?;
-        }
-        if let Some(asked) = args.island_config() {
-            let recorded = config.island.clone();
-            if recorded.as_ref() != Some(&asked) {
-                let show = |c: Option<&IslandConfig>| {
-                    c.map_or("no [island]".to_string(), |c| {
-                        format!(
-                            "island {} of {} (exchange {}, every {}, migrants {})",
-                            c.island,
-                            c.islands,
-                            c.exchange.display(),
-                            c.every,
-                            c.migrants
-                        )
-                    })
-                };
-                clash("[island]", show(Some(&asked)), show(recorded.as_ref()))?;
-            }
-        }
-        if let Some(p) = args.population {
-            clash(
-                "population",
-                p.to_string(),
-                config.evolutionary.population.to_string(),
-            )?;
-        }
-        if args.pipeline {
-            clash(
-                "[evolutionary] pipeline",
-                "true".into(),
-                config.evolutionary.pipeline.to_string(),
-            )?;
-        }
-        // A larger budget continues the experiment: the cache answers what was done.
-        let mut config = config;
-        if args.budget.is_some() || args.minutes.is_some() {
-            config.budget = BudgetConfig {
-                evaluations: args.budget,
-                minutes: args.minutes,
-            };
-            config.save(&path)?;
-        }
-        return Ok(config);
-    }
-    let name = dir
-        .file_name()
-        .map_or("experiment".into(), |n| n.to_string_lossy().into_owned());
-    let config = config_from_args(args, &name, genomes)?;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("{}: cannot create the experiment folder", dir.display()))?;
-    config.save(&path)?;
-    Ok(config)
-}
-
-/// A new experiment's config from the command line and the defaults, checked like a file.
-fn config_from_args(
-    args: &EvolveArgs,
-    name: &str,
-    genomes: &BTreeMap<String, GenomeFile>,
-) -> anyhow::Result<ExperimentConfig> {
-    let mut evolutionary = EvolutionParams {
-        pipeline: args.pipeline,
-        ..EvolutionParams::default()
-    };
-    if let Some(p) = args.population {
-        evolutionary.population = p;
-        evolutionary.elites = evolutionary.elites.min(p.saturating_sub(1));
-    }
-    let config = ExperimentConfig {
-        name: name.to_string(),
-        strategy: args
-            .strategy
-            .as_deref()
-            .map_or(StrategyKind::Evolutionary, |s| {
-                StrategyKind::parse(s).expect("clap checked it")
-            }),
-        seed: args.seed.unwrap_or_else(|| match args.island {
-            Some(k) => u64::from(k) + 1,
-            None if on_gpu(args.backend.as_deref()) => super::gate::fresh_seed(),
-            None => 1,
-        }),
-        backend: args.backend.clone().unwrap_or_else(|| "auto".into()),
-        seeds: genomes.keys().cloned().collect(),
-        budget: BudgetConfig {
-            evaluations: if args.minutes.is_some() {
-                None
-            } else {
-                Some(args.budget.unwrap_or(200))
-            },
-            minutes: args.minutes,
-        },
-        evolutionary,
-        problem: args
-            .problem
-            .as_deref()
-            .map(str::parse::<Problem>)
-            .transpose()
-            .map_err(|e| anyhow::anyhow!("--problem {e}"))?,
-        suite: match args.suite.as_deref() {
-            Some(name) => TimingSuite::parse(name)
-                .expect("clap checked the suite")
-                .problems(Dtype::F16),
-            None => Vec::new(),
-        },
-        target: None,
-        subspace: None,
-        island: args.island_config(),
-    };
-    // Round-trip through the checker so the command line gets the file's checks.
-    let text = toml::to_string(&config)?;
-    ExperimentConfig::from_toml_str(&text, Path::new("the command line"))
-        .map_err(|e| anyhow::anyhow!("{e}").context("the command-line options are inconsistent"))
 }
 
 /// The evaluator, the space and the objective for a backend; prints the first line.
@@ -473,12 +317,18 @@ fn prepare(
                 .max()
                 .expect("not empty");
             let gpus = args.gpus.as_deref().map(parse_gpus).transpose()?;
+            let cubin_cache = match args.cubin_cache.as_deref() {
+                Some("off") => None,
+                Some(dir) => Some(PathBuf::from(dir)),
+                None => CubinCache::default_dir(),
+            };
             let (evaluator, target) = gpu_evaluator(
                 config.seed,
                 &objective,
                 args.plant_faults,
                 Duration::from_secs(args.timeout),
                 gpus.as_deref(),
+                cubin_cache,
             )?;
             if let Some(asked) = config.target.filter(|t| *t != target) {
                 bail!("experiment.toml asks for target {asked}, but this GPU is {target}");
@@ -513,11 +363,16 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             let fresh = config_from_args(&args, "pending", &genomes)?;
             let prepared = prepare(&fresh, fresh.backend(), &args)?;
             let dir = PathBuf::from("experiments").join(format!(
-                "{}-{}{}-{}-s{}{}",
+                "{}-{}{}-{}{}-s{}{}",
                 today(),
                 if prepared.replayed { "replay-" } else { "" },
                 slug(&prepared.evaluator.device()),
                 fresh.strategy,
+                if fresh.evolutionary.steady {
+                    "-steady"
+                } else {
+                    ""
+                },
                 fresh.seed,
                 fresh
                     .island
@@ -534,6 +389,14 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         objective,
         ..
     } = prepared;
+    // A steady-state search's lineage depends on how many candidates it keeps in
+    // flight: the evaluator's choice is fixed in the experiment, so a re-run or a
+    // resume on another machine keeps it.
+    let mut config = config;
+    if config.evolutionary.steady && config.evolutionary.in_flight.is_none() {
+        config.evolutionary.in_flight = Some(evaluator.in_flight());
+        config.save(&dir.join(EXPERIMENT_FILE))?;
+    }
     let device = evaluator.device();
     let largest = objective
         .iter()
@@ -698,96 +561,6 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
     );
     println!("report: {}", report_path.display());
     Ok(())
-}
-
-fn stop_reason(stop: StopReason) -> &'static str {
-    match stop {
-        StopReason::Budget => "budget spent",
-        StopReason::Generations => "generation limit",
-        StopReason::SpaceExhausted => "every reachable genome evaluated",
-    }
-}
-
-fn report(
-    config: &ExperimentConfig,
-    dir: &Path,
-    backend: &str,
-    outcome: &SearchOutcome,
-    on_record: usize,
-    plot_note: Option<&str>,
-) -> String {
-    let lineage: &Lineage = &outcome.lineage;
-    let mut out = format!("# Experiment {}\n\n{backend}\n\n", config.name);
-    let budget = match (config.budget.evaluations, config.budget.minutes) {
-        (Some(n), _) => format!("{n} evaluations"),
-        (None, Some(m)) => format!("{m} minutes"),
-        (None, None) => "none".into(),
-    };
-    let _ = writeln!(
-        out,
-        "- strategy: {} (population {}, elites {}, tournament {}, crossover {}, mutation {}{}), seed {}, budget {budget}",
-        config.strategy,
-        config.evolutionary.population,
-        config.evolutionary.elites,
-        config.evolutionary.tournament,
-        config.evolutionary.crossover_rate,
-        config.evolutionary.mutation_rate,
-        if config.evolutionary.pipeline {
-            ", pipelined generations"
-        } else {
-            ""
-        },
-        config.seed
-    );
-    let _ = writeln!(
-        out,
-        "- device: {} · objective: {}",
-        lineage.meta.device, lineage.meta.objective
-    );
-    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
-    for node in lineage.nodes() {
-        if let Some(s) = node.status() {
-            *by_status.entry(s.to_string()).or_default() += 1;
-        }
-    }
-    let statuses = by_status
-        .iter()
-        .map(|(s, n)| format!("{n} {s}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(
-        out,
-        "- {} evaluations ({} fresh, {} from the cache of {on_record} records): {statuses}; stopped: {}\n",
-        outcome.evaluations,
-        outcome.evaluations - outcome.cache_hits,
-        outcome.cache_hits,
-        stop_reason(outcome.stop)
-    );
-    match plot_note {
-        None => out.push_str("![best so far](best_so_far.svg)\n\n"),
-        Some(note) => {
-            let _ = writeln!(out, "(no plot: {note})\n");
-        }
-    }
-    if let Some(gates) = lineage
-        .champion()
-        .and_then(|c| c.evaluation.as_ref())
-        .map(|e| &e.gates)
-        .filter(|g| !g.is_empty())
-    {
-        let _ = writeln!(out, "- the champion passed: {}\n", gates.join("; "));
-    }
-    out.push_str(&render_markdown(lineage));
-    out.push('\n');
-    out.push_str(&render_insights(&evo_lineage::insights(
-        std::slice::from_ref(lineage),
-    )));
-    let _ = writeln!(
-        out,
-        "\nReproduce: `evo evolve --experiment {}` (same seed, same measurements: same lineage).",
-        dir.display()
-    );
-    out
 }
 
 #[cfg(test)]

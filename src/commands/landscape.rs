@@ -169,6 +169,8 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
             seed: args.seed,
             timeout: Duration::from_secs(args.timeout),
             cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+            // Each genome is measured once: nothing compiled here is compiled again.
+            cubin_cache: None,
             plant: None,
         },
         gpus.as_deref(),

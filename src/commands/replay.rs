@@ -63,6 +63,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         seed: args.seed,
         timeout: Duration::from_secs(args.timeout),
         cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+        // A re-measurement compiles a lineage's few nodes once.
+        cubin_cache: None,
         plant: None,
     })?;
     println!(

@@ -1,8 +1,9 @@
-//! `evo strategies`: evolutionary vs random on a recorded landscape, over many seeds.
+//! `evo strategies`: evolutionary vs random on a recorded landscape, over many seeds;
+//! with `--steady`, the steady-state search beside them.
 
 use crate::commands::evolve::DEFAULT_LANDSCAPE;
 use anyhow::{bail, Context};
-use evo_mutator::{compare_strategies, EvolutionParams, Landscape, StrategyKind};
+use evo_mutator::{compare_strategies, Contender, EvolutionParams, Landscape, StrategyKind};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -23,6 +24,20 @@ pub struct StrategiesArgs {
     /// --pipeline`): each generation bred from the results one generation back.
     #[arg(long)]
     pub pipeline: bool,
+    /// Add the steady-state search (`evo evolve --steady`), one row per `--in-flight`
+    /// count. Replay answers in the order submitted, as GPUs that finish in turn would.
+    #[arg(long)]
+    pub steady: bool,
+    /// Candidates the steady-state search keeps in flight, one row each: 1 is the
+    /// sequential steady-state search; a GPU run keeps 3 per GPU plus the compiles that
+    /// feed them (21 on 2 GPUs with 32 cores, at the seed shape).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,21",
+        requires = "steady"
+    )]
+    pub in_flight: Vec<usize>,
     /// Also write the result as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -46,13 +61,27 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
     if let Err((field, message)) = params.check() {
         bail!("--{field}: {message}");
     }
-    let Some(comparison) = compare_strategies(
-        &landscape,
-        &[StrategyKind::Evolutionary, StrategyKind::Random],
-        &params,
-        args.seeds,
-        &args.checkpoints,
-    )?
+    let mut contenders = vec![Contender::new(StrategyKind::Evolutionary, &params)];
+    if args.steady {
+        for &n in &args.in_flight {
+            let steady = EvolutionParams {
+                steady: true,
+                pipeline: false,
+                in_flight: Some(n),
+                ..params.clone()
+            };
+            if let Err((field, message)) = steady.check() {
+                bail!("--{}: {message}", field.replace('_', "-"));
+            }
+            contenders.push(Contender {
+                label: format!("evolutionary, steady-state ({n} in flight)"),
+                ..Contender::new(StrategyKind::Evolutionary, &steady)
+            });
+        }
+    }
+    contenders.push(Contender::new(StrategyKind::Random, &params));
+    let Some(comparison) =
+        compare_strategies(&landscape, &contenders, args.seeds, &args.checkpoints)?
     else {
         bail!(
             "no genome in the landscape at {} passed GREEN; there is no optimum to compare against",

@@ -94,7 +94,10 @@ pub struct EvaluationCache {
     path: PathBuf,
     file: File,
     scope: CacheScope,
-    entries: HashMap<GenomeId, Evaluation>,
+    /// Each genome's evaluation and its place among this scope's records.
+    entries: HashMap<GenomeId, (usize, Evaluation)>,
+    /// Records of this scope in the file, the place of the next one.
+    written: usize,
     pub report: LoadReport,
 }
 
@@ -187,8 +190,8 @@ impl EvaluationCache {
                 });
             }
             if record.key.scope == scope {
+                entries.insert(record.key.genome_id, (report.reusable, record.evaluation));
                 report.reusable += 1;
-                entries.insert(record.key.genome_id, record.evaluation);
             } else {
                 report.other_scope += 1;
             }
@@ -211,13 +214,21 @@ impl EvaluationCache {
             file,
             scope,
             entries,
+            written: report.reusable,
             report,
         })
     }
 
     /// The recorded evaluation of a genome in this scope.
     pub fn get(&self, id: &GenomeId) -> Option<&Evaluation> {
-        self.entries.get(id)
+        self.entries.get(id).map(|(_, e)| e)
+    }
+
+    /// Where a genome's record stands in the order the records were written (the order
+    /// a steady-state search took its answers in, which a re-run replays): earlier
+    /// records have lower places.
+    pub fn place(&self, id: &GenomeId) -> Option<usize> {
+        self.entries.get(id).map(|(place, _)| *place)
     }
 
     pub fn len(&self) -> usize {
@@ -252,7 +263,9 @@ impl EvaluationCache {
                 path: self.path.clone(),
                 source,
             })?;
-        self.entries.insert(record.key.genome_id, record.evaluation);
+        self.entries
+            .insert(record.key.genome_id, (self.written, record.evaluation));
+        self.written += 1;
         Ok(())
     }
 }

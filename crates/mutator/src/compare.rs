@@ -25,6 +25,8 @@ pub struct Comparison {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComparisonRow {
+    /// The row's name in the tables: the strategy, and how it was run.
+    pub label: String,
     pub strategy: StrategyKind,
     /// Median fraction of the optimum at each checkpoint, same order as `checkpoints`.
     pub median_fraction: Vec<f64>,
@@ -33,11 +35,29 @@ pub struct ComparisonRow {
     pub at_optimum: Vec<u64>,
 }
 
-/// Runs each strategy once per seed `0..seeds` with a budget of the last checkpoint.
+/// One row of a comparison: a strategy with its parameters, and its name in the tables.
+#[derive(Debug, Clone)]
+pub struct Contender {
+    pub label: String,
+    pub strategy: StrategyKind,
+    pub params: EvolutionParams,
+}
+
+impl Contender {
+    /// The strategy under its own name.
+    pub fn new(strategy: StrategyKind, params: &EvolutionParams) -> Contender {
+        Contender {
+            label: strategy.to_string(),
+            strategy,
+            params: params.clone(),
+        }
+    }
+}
+
+/// Runs each contender once per seed `0..seeds` with a budget of the last checkpoint.
 pub fn compare_strategies(
     landscape: &Landscape,
-    strategies: &[StrategyKind],
-    params: &EvolutionParams,
+    contenders: &[Contender],
     seeds: u64,
     checkpoints: &[usize],
 ) -> Result<Option<Comparison>, SearchError> {
@@ -46,13 +66,13 @@ pub fn compare_strategies(
     };
     let budget = checkpoints.iter().copied().max().unwrap_or(0);
     let mut rows = Vec::new();
-    for &strategy in strategies {
+    for contender in contenders {
         let mut fractions: Vec<Vec<f64>> = vec![Vec::new(); checkpoints.len()];
         let mut at_optimum = vec![0; checkpoints.len()];
         for seed in 0..seeds {
             let config = SearchConfig {
-                strategy,
-                params: params.clone(),
+                strategy: contender.strategy,
+                params: contender.params.clone(),
                 budget: Budget::Evaluations(budget),
                 seed,
                 seeds: Vec::new(),
@@ -74,7 +94,8 @@ pub fn compare_strategies(
             }
         }
         rows.push(ComparisonRow {
-            strategy,
+            label: contender.label.clone(),
+            strategy: contender.strategy,
             median_fraction: fractions
                 .iter_mut()
                 .map(|f| median(f).unwrap_or(0.0))
@@ -127,7 +148,7 @@ impl Comparison {
         }
         out.push('\n');
         for row in &self.rows {
-            out.push_str(&format!("| {} |", row.strategy));
+            out.push_str(&format!("| {} |", row.label));
             for cell in cells(row) {
                 out.push_str(&format!(" {cell} |"));
             }

@@ -3,7 +3,9 @@
 //! The search loop hands one generation's batch at a time to an [`Evaluator`]: the
 //! GPU worker (which compiles the batch in parallel and runs the gates serially),
 //! the replay of a recorded landscape ([`crate::landscape::LandscapeEvaluator`]),
-//! or a test fake. The loop never knows which.
+//! or a test fake. The loop never knows which. A steady-state search instead submits
+//! candidates one at a time and takes each answer as it comes
+//! ([`Evaluator::submit`], [`Evaluator::next_answer`]).
 
 use evo_genome::Genome;
 use evo_record::Evaluation;
@@ -58,5 +60,31 @@ pub trait Evaluator {
     /// end of a run's output; none for evaluators without a device.
     fn utilization(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// How many candidates a steady-state search should keep submitted and unanswered
+    /// so that this evaluator never waits for the next one; 1 for one that answers at
+    /// once.
+    fn in_flight(&self) -> usize {
+        1
+    }
+
+    /// Steady-state: starts on one genome, whose evaluation a later
+    /// [`Evaluator::next_answer`] returns. The default starts nothing before it is
+    /// asked.
+    fn submit(&mut self, _genome: &Genome) -> Result<(), EvaluatorError> {
+        Ok(())
+    }
+
+    /// Steady-state: the evaluation of one of the genomes submitted and not yet answered
+    /// (`waiting`, oldest first), the first to be ready. The default evaluates the oldest
+    /// alone, so its answers come in the order submitted.
+    fn next_answer(&mut self, waiting: &[Genome]) -> Result<Evaluation, EvaluatorError> {
+        let oldest = waiting
+            .first()
+            .ok_or_else(|| EvaluatorError::new("asked for an answer with nothing submitted"))?;
+        self.evaluate(std::slice::from_ref(oldest))?
+            .pop()
+            .ok_or_else(|| EvaluatorError::new("answered a genome with no evaluation"))
     }
 }

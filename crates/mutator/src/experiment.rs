@@ -13,6 +13,8 @@
 //! [evolutionary]
 //! population = 16
 //! elites = 2
+//! # steady = true               # no generation barrier (see `steady.rs`)
+//! # in_flight = 22              # candidates a steady search keeps on their way
 //!
 //! [problem]                      # optional; replay takes the landscape's
 //! batch = 1
@@ -210,9 +212,24 @@ impl ExperimentConfig {
         if let Err((field, message)) = config.evolutionary.check() {
             return Err(invalid(&format!("evolutionary.{field}"), message));
         }
+        if config.evolutionary.steady && config.strategy != StrategyKind::Evolutionary {
+            return Err(invalid(
+                "evolutionary.steady",
+                format!(
+                    "a steady-state search breeds from a population; strategy = \"{}\" has none: use \"evolutionary\"",
+                    config.strategy
+                ),
+            ));
+        }
         if let Some(island) = &config.island {
             if let Err((field, message)) = island.check() {
                 return Err(invalid(&format!("island.{field}"), message));
+            }
+            if config.evolutionary.steady {
+                return Err(invalid(
+                    "island",
+                    "islands trade migrants at the ends of generations, and a steady-state search (steady = true) has none".into(),
+                ));
             }
             if config.strategy != StrategyKind::Evolutionary {
                 return Err(invalid(

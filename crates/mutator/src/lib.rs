@@ -6,7 +6,8 @@
 //! measurements, or a test fake — and records every result in the append-only
 //! [`EvaluationCache`] and the [`evo_lineage::Lineage`]. Every random choice comes
 //! from one seeded ChaCha8 RNG, so the same seed and the same measurements give
-//! the same lineage, byte for byte.
+//! the same lineage, byte for byte; a steady-state search, which breeds as each
+//! answer arrives, also needs the same order of answers, which its cache records.
 
 pub mod cache;
 pub mod compare;
@@ -17,10 +18,11 @@ pub mod landscape;
 pub mod operators;
 pub mod search;
 pub mod space;
+mod steady;
 pub mod strategy;
 
 pub use cache::{CacheError, CacheKey, CacheRecord, CacheScope, EvaluationCache, LoadReport};
-pub use compare::{compare_strategies, Comparison, ComparisonRow};
+pub use compare::{compare_strategies, Comparison, ComparisonRow, Contender};
 pub use evaluator::{Evaluator, EvaluatorError};
 pub use experiment::{Backend, BudgetConfig, ConfigError, ExperimentConfig, EXPERIMENT_FILE};
 pub use island::{Exchange, IslandConfig, IslandError, Migrant, MIGRANTS_FILE};

@@ -93,7 +93,76 @@ pub struct SearchOutcome {
     pub best_after: Vec<f64>,
 }
 
+impl Default for SearchOutcome {
+    fn default() -> SearchOutcome {
+        SearchOutcome {
+            lineage: Lineage::default(),
+            evaluations: 0,
+            cache_hits: 0,
+            ok: 0,
+            failed: 0,
+            stop: StopReason::Budget,
+            best_after: Vec::new(),
+        }
+    }
+}
+
 impl SearchOutcome {
+    /// The best score so far, `INFINITY` before the first pass.
+    fn best(&self) -> f64 {
+        self.best_after.last().copied().unwrap_or(f64::INFINITY)
+    }
+
+    /// Counts one answer and adds it to `lineage`, made in `generation`.
+    pub(crate) fn record(
+        &mut self,
+        lineage: &mut Lineage,
+        candidate: &Candidate,
+        evaluation: &Evaluation,
+        generation: u32,
+        island: Option<u32>,
+    ) -> Result<(), LineageError> {
+        self.evaluations += 1;
+        let mut best = self.best();
+        if evaluation.is_ok() {
+            self.ok += 1;
+            best = best.min(evaluation.score_us.unwrap_or(f64::INFINITY));
+        } else {
+            self.failed += 1;
+        }
+        self.best_after.push(best);
+        lineage.add(
+            Node {
+                id: candidate.genome.id(),
+                genome: candidate.genome,
+                name: candidate.name.clone(),
+                generation,
+                operators: candidate.operators.clone(),
+                evaluation: Some(evaluation.clone()),
+                island,
+            },
+            &candidate.parents,
+        )
+    }
+
+    /// The progress bar's position and message after an answer of `generation`.
+    pub(crate) fn show(&self, progress: &ProgressBar, generation: u32) {
+        let best = self.best();
+        progress.set_position(self.evaluations as u64);
+        progress.set_message(format!(
+            "gen {generation} · {} evaluated ({} cached) · {} ok · {} failed · best {}",
+            self.evaluations,
+            self.cache_hits,
+            self.ok,
+            self.failed,
+            if best.is_finite() {
+                format!("{best:.2} µs")
+            } else {
+                "—".into()
+            }
+        ));
+    }
+
     /// Best score after the first `n` evaluations (or all of them, if fewer).
     pub fn best_within(&self, n: usize) -> Option<f64> {
         let i = n.min(self.best_after.len()).checked_sub(1)?;
@@ -119,6 +188,10 @@ pub enum SearchError {
     },
     #[error("the evaluator returned {got} evaluations for a batch of {want}, or in another order; it must answer each genome in order")]
     Mismatch { want: usize, got: usize },
+    #[error("the evaluator answered genome {0}, which was not waiting for an answer")]
+    Unasked(GenomeId),
+    #[error("islands trade migrants at the ends of generations, and a steady-state search has none; run islands with the generational search")]
+    SteadyIslands,
 }
 
 /// Where a search keeps its record; all optional (the strategy comparison keeps none).
@@ -138,21 +211,15 @@ pub fn search(
     mut sinks: Sinks<'_>,
     clock: &dyn Clock,
 ) -> Result<SearchOutcome, SearchError> {
+    if config.params.steady {
+        return crate::steady::search(config, space, evaluator, sinks, clock);
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut strategy = Strategy::new(config.strategy, &config.params, config.seeds.clone(), space)?;
     let mut lineage = Lineage::new(config.meta.clone());
     let mut seen: HashSet<GenomeId> = HashSet::new();
-    let mut outcome = SearchOutcome {
-        lineage: Lineage::default(),
-        evaluations: 0,
-        cache_hits: 0,
-        ok: 0,
-        failed: 0,
-        stop: StopReason::Budget,
-        best_after: Vec::new(),
-    };
+    let mut outcome = SearchOutcome::default();
     let progress = progress_bar(config);
-    let mut best = f64::INFINITY;
     let mut rate = Rate::default();
     let mut batches = 0u32;
     let island = sinks.exchange.as_ref().map(|x| x.config().island);
@@ -248,26 +315,7 @@ pub fn search(
         }
         for (candidate, evaluation) in &results {
             seen.insert(candidate.genome.id());
-            outcome.evaluations += 1;
-            if evaluation.is_ok() {
-                outcome.ok += 1;
-                best = best.min(evaluation.score_us.unwrap_or(f64::INFINITY));
-            } else {
-                outcome.failed += 1;
-            }
-            outcome.best_after.push(best);
-            lineage.add(
-                Node {
-                    id: candidate.genome.id(),
-                    genome: candidate.genome,
-                    name: candidate.name.clone(),
-                    generation,
-                    operators: candidate.operators.clone(),
-                    evaluation: Some(evaluation.clone()),
-                    island,
-                },
-                &candidate.parents,
-            )?;
+            outcome.record(&mut lineage, candidate, evaluation, generation, island)?;
         }
         strategy.observe(&results);
         batches += 1;
@@ -279,19 +327,7 @@ pub fn search(
         if let Some(path) = sinks.lineage_path {
             lineage.save(path)?;
         }
-        progress.set_position(outcome.evaluations as u64);
-        progress.set_message(format!(
-            "gen {generation} · {} evaluated ({} cached) · {} ok · {} failed · best {}",
-            outcome.evaluations,
-            outcome.cache_hits,
-            outcome.ok,
-            outcome.failed,
-            if best.is_finite() {
-                format!("{best:.2} µs")
-            } else {
-                "—".into()
-            }
-        ));
+        outcome.show(&progress, generation);
     }
     progress.finish_and_clear();
     outcome.lineage = lineage;
@@ -364,15 +400,15 @@ fn migrate(
 
 /// Measured seconds per fresh evaluation, for sizing chunks under a wall budget.
 #[derive(Default)]
-struct Rate {
-    time: Duration,
-    count: usize,
+pub(crate) struct Rate {
+    pub(crate) time: Duration,
+    pub(crate) count: usize,
 }
 
 impl Rate {
     /// Fresh evaluations that fit in `left` at the measured rate (0: not even one);
     /// 1 before any was timed, to measure the rate.
-    fn fit(&self, left: Duration) -> usize {
+    pub(crate) fn fit(&self, left: Duration) -> usize {
         if self.count == 0 {
             return 1;
         }
@@ -475,7 +511,7 @@ fn evaluate_batch(
     Ok(results)
 }
 
-fn progress_bar(config: &SearchConfig) -> ProgressBar {
+pub(crate) fn progress_bar(config: &SearchConfig) -> ProgressBar {
     if config.quiet {
         return ProgressBar::hidden();
     }

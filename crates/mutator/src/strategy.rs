@@ -80,6 +80,20 @@ pub struct EvolutionParams {
     /// search: selection sees results one generation late.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pipeline: bool,
+    /// Steady-state search: no generation barrier. Every answer breeds one new candidate
+    /// from the population as it stands (the same tournament, crossover, mutation and
+    /// repair), and the newcomer takes the place of the worst member, so `in_flight`
+    /// candidates are always on their way (compiling, queued, running) and no GPU waits
+    /// for a generation to end. Deterministic: the same seed and the same order of
+    /// answers give the same lineage.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub steady: bool,
+    /// How many candidates a steady-state search keeps submitted and unanswered; none:
+    /// as many as the evaluator asks for (on the GPU: enough to keep two compiled
+    /// candidates queued per GPU), fixed in the experiment when it starts, since the
+    /// lineage depends on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<usize>,
 }
 
 impl Default for EvolutionParams {
@@ -92,6 +106,8 @@ impl Default for EvolutionParams {
             mutation_rate: 0.5,
             generations: None,
             pipeline: false,
+            steady: false,
+            in_flight: None,
         }
     }
 }
@@ -116,6 +132,16 @@ impl EvolutionParams {
         }
         if self.tournament == 0 {
             return Err(("tournament", "tournament must be at least 1".into()));
+        }
+        if self.steady && self.pipeline {
+            return Err((
+                "steady",
+                "steady = true and pipeline = true are two answers to the same wait; choose one"
+                    .into(),
+            ));
+        }
+        if self.in_flight == Some(0) {
+            return Err(("in_flight", "in_flight must be at least 1".into()));
         }
         for (name, v) in [
             ("crossover_rate", self.crossover_rate),
@@ -148,6 +174,16 @@ pub(crate) struct Evolution {
 }
 
 impl Strategy {
+    /// The evolutionary strategy alone, for the steady-state loop.
+    pub(crate) fn evolution(params: &EvolutionParams, seeds: Vec<GenomeFile>) -> Evolution {
+        Evolution {
+            params: params.clone(),
+            seeds,
+            population: Vec::new(),
+            generation: 0,
+        }
+    }
+
     pub(crate) fn new(
         kind: StrategyKind,
         params: &EvolutionParams,
@@ -155,12 +191,9 @@ impl Strategy {
         space: &SearchSpace,
     ) -> Result<Strategy, SpaceError> {
         Ok(match kind {
-            StrategyKind::Evolutionary => Strategy::Evolutionary(Evolution {
-                params: params.clone(),
-                seeds,
-                population: Vec::new(),
-                generation: 0,
-            }),
+            StrategyKind::Evolutionary => {
+                Strategy::Evolutionary(Strategy::evolution(params, seeds))
+            }
             StrategyKind::Random => Strategy::Random {
                 batch: params.population,
             },
@@ -312,7 +345,7 @@ fn random_unseen(
 }
 
 impl Evolution {
-    fn propose(
+    pub(crate) fn propose(
         &mut self,
         rng: &mut ChaCha8Rng,
         space: &SearchSpace,
@@ -350,7 +383,7 @@ impl Evolution {
     }
 
     /// Generation 0: the named seeds (repaired into the space), then random valid genomes.
-    fn initial(
+    pub(crate) fn initial(
         &mut self,
         rng: &mut ChaCha8Rng,
         space: &SearchSpace,
@@ -432,5 +465,22 @@ impl Evolution {
             self.population.extend(offspring);
         }
         self.generation += 1;
+    }
+
+    /// Steady-state replacement, one answer at a time: the newcomer joins, and once the
+    /// population is over its size the worst member leaves (of equals the newest, so a
+    /// newcomer that failed leaves at once). The population is the best of everything
+    /// measured, so the elites are never lost; on the recorded landscape this reaches
+    /// the optimum in fewer evaluations than turning the other places over oldest
+    /// first, as a generation does.
+    pub(crate) fn replace_worst(&mut self, newcomer: Candidate, evaluation: &Evaluation) {
+        self.population.push((newcomer, score(evaluation)));
+        if self.population.len() > self.params.population {
+            // `max_by` returns the last of equal maxima: the newest of the worst.
+            let worst = (0..self.population.len())
+                .max_by(|&a, &b| self.population[a].1.total_cmp(&self.population[b].1))
+                .expect("the population is not empty");
+            self.population.remove(worst);
+        }
     }
 }

@@ -15,6 +15,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 mod fixture;
+mod steady;
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/synthetic-landscape")
@@ -809,10 +810,13 @@ fn evaluator_answers_out_of_order_are_refused() {
 #[test]
 fn strategies_comparison_reports_fractions_of_the_optimum() {
     let landscape = Landscape::load(&fixture_dir()).unwrap();
+    let params = EvolutionParams::default();
     let cmp = compare_strategies(
         &landscape,
-        &[StrategyKind::Evolutionary, StrategyKind::Random],
-        &EvolutionParams::default(),
+        &[
+            Contender::new(StrategyKind::Evolutionary, &params),
+            Contender::new(StrategyKind::Random, &params),
+        ],
         6,
         &[10, 25, 50],
     )

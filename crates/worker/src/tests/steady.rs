@@ -1,0 +1,60 @@
+//! The GPU evaluator's side of a steady-state search, on stand-in workers: candidates
+//! submitted one at a time and answered as each GPU finishes.
+
+use super::*;
+
+/// Each submitted candidate compiles and goes to the first free GPU; every one is
+/// answered once, by both GPUs between them; once none is waiting the runners are back
+/// in the pool, with their time, and no CUBIN is left behind.
+#[test]
+fn submitted_candidates_are_answered_as_each_gpu_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = serde_json::to_string(&answer()).unwrap();
+    let script = format!("while read line; do sleep 0.1; echo '{json}'; done");
+    let (runner, device, target) = RunnerPool::start(
+        &stand_in(dir.path(), &script),
+        Some(&[0, 1]),
+        0,
+        Duration::from_secs(20),
+    )
+    .unwrap();
+    let gpus = runner.gpus().len();
+    let compiler = BatchCompiler::new(
+        plan(dir.path(), None),
+        Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
+        device,
+        target.unwrap(),
+        gpus,
+        None,
+    );
+    let threads = compiler.threads();
+    let mut evaluator = GpuEvaluator::new(runner, compiler);
+    // One variant per candidate (the objective's): three per GPU and one per thread.
+    assert_eq!(evaluator.in_flight(), 2 * (QUEUED_PER_GPU + 1) + threads);
+    let batch = named(&["fa2", "v7a", "v6a", "v5"]);
+    for g in &batch[..3] {
+        evaluator.submit(g).unwrap();
+    }
+    let mut answers = vec![evaluator.next_answer(&batch[..3]).unwrap()];
+    // A candidate submitted while others wait joins them.
+    evaluator.submit(&batch[3]).unwrap();
+    for _ in 0..3 {
+        answers.push(evaluator.next_answer(&batch).unwrap());
+    }
+    assert!(
+        answers.iter().all(|e| e.status == Status::Ok),
+        "{answers:?}"
+    );
+    let on = |g| answers.iter().filter(|e| e.device_index == Some(g)).count();
+    assert_eq!(on(0) + on(1), 4);
+    assert!(on(0) > 0 && on(1) > 0, "one GPU ran nothing: {answers:?}");
+    let usage = evaluator.utilization();
+    assert_eq!(usage.len(), 2, "{usage:?}");
+    assert!(usage[0].starts_with("GPU 0: worker busy"), "{usage:?}");
+    assert!(evaluator
+        .next_answer(&batch)
+        .unwrap_err()
+        .to_string()
+        .contains("nothing submitted"));
+    assert_eq!(cubins_in(dir.path()), 0, "CUBINs left behind");
+}
