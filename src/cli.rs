@@ -29,6 +29,8 @@ pub enum Command {
     Champions(commands::champions::ChampionsArgs),
     /// Which champion a shape gets from the dispatch table, and why.
     Dispatch(commands::champions::DispatchArgs),
+    /// A champions folder as a package: kernels, C header and library, Python module.
+    Export(commands::export::ExportArgs),
     /// Evolve kernels: on the GPU if there is one, else on a recorded landscape.
     Evolve(commands::evolve::EvolveArgs),
     /// Print an experiment's lineage: the path from the root to the champion.

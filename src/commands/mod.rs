@@ -4,6 +4,7 @@ pub mod bench;
 pub mod champions;
 pub mod compile;
 pub mod evolve;
+pub mod export;
 pub mod gate;
 pub mod insights;
 pub mod landscape;
@@ -37,6 +38,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Bench(a) => bench::run(a),
         Command::Champions(a) => champions::run(a),
         Command::Dispatch(a) => champions::run_dispatch(a),
+        Command::Export(a) => export::run(a),
         Command::Evolve(a) => evolve::run(a),
         Command::Lineage(a) => lineage::run(a),
         Command::Insights(a) => insights::run(a),

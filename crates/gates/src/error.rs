@@ -39,3 +39,21 @@ pub enum GateError {
     #[error("{path}: {error}")]
     Io { path: String, error: std::io::Error },
 }
+
+/// The runtime's errors are the gates' of the same kind, with the same words: the gates
+/// launch through the runtime, and their reports and tests read these variants.
+impl From<evo_runtime::RuntimeError> for GateError {
+    fn from(e: evo_runtime::RuntimeError) -> GateError {
+        use evo_runtime::RuntimeError as R;
+        match e {
+            R::NoDevice(m) => GateError::NoDevice(m),
+            R::Driver { during, message } => GateError::Driver { during, message },
+            R::Abi(m) => GateError::Abi(m),
+            // The gates size their own buffers and open no export: these would be bugs
+            // in the gates, reported as what the kernel was called with.
+            other @ (R::InvalidArgument(_) | R::Unsupported(_) | R::Export { .. }) => {
+                GateError::Abi(other.to_string())
+            }
+        }
+    }
+}

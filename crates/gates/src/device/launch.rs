@@ -1,5 +1,6 @@
-//! How the gates launch and time: an ABI call's arguments as owned values, graphs
-//! whose kernel launches are re-pointed before every replay, and event timing.
+//! How the gates time: graphs whose kernel launches are re-pointed before every replay,
+//! and event timing. One call's arguments and its launch are the runtime's
+//! (`evo_runtime::launch`).
 //!
 //! FAST pairs input and output slots anew every repeat (`crate::fast`), so a captured
 //! graph cannot keep the pointers it was captured with: [`LaunchGraph`] walks the
@@ -7,122 +8,14 @@
 //! the repeat's arguments (`cuGraphExecKernelNodeSetParams`, a parameter copy per node,
 //! no re-instantiation).
 
-use super::abi::TensorMapArg;
 use super::driver;
 use crate::error::GateError;
 use cudarc::driver::sys as cu;
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig};
+use evo_runtime::Args;
 use std::ffi::c_void;
 use std::sync::Arc;
-
-/// The arguments of `evo_attention_fwd` (kernels/ABI.md), in the order of its signature.
-#[derive(Clone, Copy)]
-pub(crate) struct FwdArgs {
-    /// Q, K and V's tensor maps, first, for a kernel that loads through the copy engine.
-    pub maps: Option<[TensorMapArg; 3]>,
-    pub q: u64,
-    pub k: u64,
-    pub v: u64,
-    pub o: u64,
-    pub ws_o: u64,
-    pub ws_lse: u64,
-    pub b: i32,
-    pub h: i32,
-    pub lq: i32,
-    pub lk: i32,
-    pub causal: i32,
-    pub scale: f32,
-}
-
-/// A kernel's argument values, as `cuLaunchKernel` and kernel graph nodes take them:
-/// an array of pointers to each value, in the order of the signature.
-pub(crate) trait Args {
-    fn params(&mut self) -> Vec<*mut c_void>;
-}
-
-fn param<T>(x: &mut T) -> *mut c_void {
-    x as *mut T as *mut c_void
-}
-
-impl Args for FwdArgs {
-    fn params(&mut self) -> Vec<*mut c_void> {
-        let mut out = Vec::with_capacity(15);
-        if let Some(maps) = &mut self.maps {
-            out.extend(maps.iter_mut().map(param));
-        }
-        out.extend([
-            param(&mut self.q),
-            param(&mut self.k),
-            param(&mut self.v),
-            param(&mut self.o),
-            param(&mut self.ws_o),
-            param(&mut self.ws_lse),
-            param(&mut self.b),
-            param(&mut self.h),
-            param(&mut self.lq),
-            param(&mut self.lk),
-            param(&mut self.causal),
-            param(&mut self.scale),
-        ]);
-        out
-    }
-}
-
-/// The arguments of `evo_attention_combine`.
-#[derive(Clone, Copy)]
-pub(crate) struct CombineArgs {
-    pub ws_o: u64,
-    pub ws_lse: u64,
-    pub o: u64,
-    pub b: i32,
-    pub h: i32,
-    pub lq: i32,
-    pub splits: i32,
-}
-
-impl Args for CombineArgs {
-    fn params(&mut self) -> Vec<*mut c_void> {
-        vec![
-            param(&mut self.ws_o),
-            param(&mut self.ws_lse),
-            param(&mut self.o),
-            param(&mut self.b),
-            param(&mut self.h),
-            param(&mut self.lq),
-            param(&mut self.splits),
-        ]
-    }
-}
-
-/// Enqueues `f` with `args` on `stream`.
-///
-/// # Safety
-/// `args` must be the values of `f`'s parameters, in order and of their types (for the
-/// ABI's kernels: kernels/ABI.md, with device pointers sized for the launch's problem),
-/// and `cfg` a launch shape the device accepts for `f`.
-pub(crate) unsafe fn launch(
-    stream: &CudaStream,
-    f: &CudaFunction,
-    cfg: LaunchConfig,
-    args: &mut dyn Args,
-    what: &str,
-) -> Result<(), GateError> {
-    let mut params = args.params();
-    // SAFETY: the caller's; every pointer of `params` points into `args`, alive until
-    // the call returns (the driver copies the values).
-    unsafe {
-        cudarc::driver::result::launch_kernel(
-            f.cu_function(),
-            cfg.grid_dim,
-            cfg.block_dim,
-            cfg.shared_mem_bytes,
-            stream.cu_stream(),
-            &mut params,
-        )
-    }
-    .map_err(driver(format!("launching {what}")))
-}
 
 /// A captured chain of kernel launches whose arguments can be replaced before a replay.
 pub(crate) struct LaunchGraph {

@@ -1,18 +1,22 @@
 //! A loaded attention kernel (generated or hand-written, kernels/ABI.md), as GREEN and
-//! FAST run it.
+//! FAST run it: the runtime's module (`evo_runtime::AttentionModule`, which loads and
+//! launches it) on the gates' slots, workspace and graphs.
 
-use super::abi::{encode_tensor_map, Geometry, TensorMapArg, TensorMapSpec};
-use super::launch::{launch, timed, CombineArgs, FwdArgs, LaunchGraph};
+use super::launch::{timed, LaunchGraph};
 use super::rig::{Rig, Slots, Workspace};
 use super::verifier::Verifier;
-use super::{driver, Spare, ENTRY_COMBINE, ENTRY_FWD};
+use super::{driver, Spare};
 use crate::error::GateError;
 use crate::inputs::Inputs;
 use crate::kernel::{
     AttentionKernel, CheckRequest, Draw, Output, RepeatPlan, RowCheck, TimingMethod,
 };
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use cudarc::driver::{CudaContext, CudaStream};
 use evo_genome::Problem;
+use evo_runtime::{
+    encode_tensor_map, AttentionModule, Buffers, CombineArgs, FwdArgs, Geometry, TensorMapArg,
+    TensorMapSpec,
+};
 use std::sync::Arc;
 
 /// The tensor maps of every slot of each input tensor (Q, K, V), for a kernel that
@@ -27,13 +31,7 @@ pub struct LoadedKernel {
     name: String,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    _module: Arc<CudaModule>,
-    fwd: CudaFunction,
-    combine: Option<CudaFunction>,
-    geometry: Geometry,
-    /// Set when the kernel loads through the copy engine: `evo_attention_fwd` then
-    /// takes the Q, K and V tensor maps first.
-    tensor_maps: Option<TensorMapSpec>,
+    module: AttentionModule,
     maps: Option<SlotMaps>,
     rig: Option<Rig>,
     graph: Option<LaunchGraph>,
@@ -58,28 +56,18 @@ impl Drop for LoadedKernel {
 }
 
 impl LoadedKernel {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        name: &str,
+        module: AttentionModule,
         ctx: Arc<CudaContext>,
         stream: Arc<CudaStream>,
-        module: Arc<CudaModule>,
-        fwd: CudaFunction,
-        combine: Option<CudaFunction>,
-        geometry: Geometry,
-        tensor_maps: Option<TensorMapSpec>,
         spare: Spare,
         verifier: Option<Arc<Verifier>>,
     ) -> LoadedKernel {
         LoadedKernel {
-            name: name.to_string(),
+            name: module.name().to_string(),
             ctx,
             stream,
-            _module: module,
-            fwd,
-            combine,
-            geometry,
-            tensor_maps,
+            module,
             maps: None,
             rig: None,
             graph: None,
@@ -90,12 +78,12 @@ impl LoadedKernel {
     }
 
     pub fn geometry(&self) -> Geometry {
-        self.geometry
+        self.module.geometry()
     }
 
     /// The tensor maps the kernel asks for, if it loads through the copy engine.
     pub fn tensor_map_spec(&self) -> Option<TensorMapSpec> {
-        self.tensor_maps
+        self.module.tensor_map_spec()
     }
 
     /// Slots for `sets` sets of `problem` (reused when they fit; FAST's from the
@@ -124,16 +112,11 @@ impl LoadedKernel {
             Some(slots) => slots,
             None => Slots::new(&self.stream, p, sets, fast)?,
         };
-        let ws = if self.geometry.split_kv > 1 {
-            Some(Workspace::new(
-                &self.stream,
-                &p,
-                self.geometry.split_kv as usize,
-            )?)
-        } else {
-            None
+        let ws = match self.module.workspace_len(&p) {
+            Some(lens) => Some(Workspace::new(&self.stream, lens)?),
+            None => None,
         };
-        self.maps = match self.tensor_maps {
+        self.maps = match self.module.tensor_map_spec() {
             None => None,
             Some(spec) => {
                 let st = &self.stream;
@@ -170,34 +153,13 @@ impl LoadedKernel {
             .ok_or_else(|| GateError::Abi(format!("{name}: launched before its buffers")))
     }
 
-    /// The launch shapes of the forward kernel and the combine.
-    fn configs(&self, p: &Problem) -> (LaunchConfig, LaunchConfig) {
-        let g = self.geometry;
-        (
-            LaunchConfig {
-                grid_dim: (p.q_len.div_ceil(g.block_m), p.batch * p.heads, g.split_kv),
-                block_dim: (g.threads, 1, 1),
-                shared_mem_bytes: g.smem_bytes,
-            },
-            LaunchConfig {
-                grid_dim: (
-                    p.q_len.div_ceil(g.combine_rows.max(1)),
-                    p.batch * p.heads,
-                    1,
-                ),
-                block_dim: (g.combine_threads.max(1), 1, 1),
-                shared_mem_bytes: 0,
-            },
-        )
-    }
-
     /// The arguments of the call that computes on `draw`'s slots.
     fn args(&self, draw: &Draw) -> Result<(FwdArgs, CombineArgs), GateError> {
         let rig = self.rig()?;
         let (st, p) = (&self.stream, rig.slots.problem);
         let (ws_o, ws_lse) = rig.ws.as_ref().map_or((0, 0), |w| w.ptrs(st));
-        let maps = match (&self.maps, self.tensor_maps) {
-            (Some(m), _) => {
+        let maps = match &self.maps {
+            Some(m) => {
                 let pick = |v: &[TensorMapArg], i: usize| {
                     v.get(i).copied().ok_or_else(|| {
                         GateError::Abi(format!("{}: no tensor map for slot {i}", self.name))
@@ -209,74 +171,29 @@ impl LoadedKernel {
                     pick(&m.v, draw.v)?,
                 ])
             }
-            (None, Some(_)) => {
-                return Err(GateError::Abi(format!(
-                    "{}: tensor maps not encoded",
-                    self.name
-                )))
-            }
-            (None, None) => None,
+            None => None,
         };
-        let o = rig.slots.o(draw.o, st);
-        let (b, h, lq, lk) = (
-            p.batch as i32,
-            p.heads as i32,
-            p.q_len as i32,
-            p.kv_len as i32,
-        );
-        Ok((
-            FwdArgs {
-                maps,
-                q: rig.slots.q(draw.q, st),
-                k: rig.slots.k(draw.k, st),
-                v: rig.slots.v(draw.v, st),
-                o,
-                ws_o,
-                ws_lse,
-                b,
-                h,
-                lq,
-                lk,
-                causal: p.causal as i32,
-                scale: 1.0f32 / (p.head_dim.get() as f32).sqrt(),
-            },
-            CombineArgs {
-                ws_o,
-                ws_lse,
-                o,
-                b,
-                h,
-                lq,
-                splits: self.geometry.split_kv as i32,
-            },
-        ))
+        let buffers = Buffers {
+            q: rig.slots.q(draw.q, st),
+            k: rig.slots.k(draw.k, st),
+            v: rig.slots.v(draw.v, st),
+            o: rig.slots.o(draw.o, st),
+            ws_o,
+            ws_lse,
+        };
+        Ok(self.module.args(&p, &buffers, maps)?)
     }
 
     /// Enqueues one call (forward, then combine when split) on `draw`'s slots.
     fn launch(&self, draw: &Draw) -> Result<(), GateError> {
         let (mut fwd, mut combine) = self.args(draw)?;
         let p = self.rig()?.slots.problem;
-        let (cfg_fwd, cfg_combine) = self.configs(&p);
-        // SAFETY: the ABI's arguments (`args`: this launch's slots, sized for the
-        // prepared problem) and its grid, checked against the device in `Geometry::check`.
+        // SAFETY: the ABI's arguments (`args`: this launch's slots and workspace, sized
+        // for the prepared problem) on the device's stream, whose context is current.
         unsafe {
-            launch(
-                &self.stream,
-                &self.fwd,
-                cfg_fwd,
-                &mut fwd,
-                &format!("{ENTRY_FWD} of {}", self.name),
-            )?;
-            if let Some(f) = &self.combine {
-                launch(
-                    &self.stream,
-                    f,
-                    cfg_combine,
-                    &mut combine,
-                    &format!("{ENTRY_COMBINE} of {}", self.name),
-                )?;
-            }
-        }
+            self.module
+                .enqueue(self.stream.cu_stream(), &p, &mut fwd, &mut combine)?
+        };
         Ok(())
     }
 
@@ -287,8 +204,8 @@ impl LoadedKernel {
             .as_ref()
             .ok_or_else(|| GateError::Abi(format!("{}: no graph to re-point", self.name)))?;
         let p = self.rig()?.slots.problem;
-        let (cfg_fwd, cfg_combine) = self.configs(&p);
-        let per_call = 1 + usize::from(self.combine.is_some());
+        let (cfg_fwd, cfg_combine) = self.module.configs(&p);
+        let per_call = 1 + usize::from(self.module.combine().is_some());
         if graph.len() != draws.len() * per_call {
             return Err(GateError::Abi(format!(
                 "{}: the graph holds {} launches for {} calls",
@@ -299,8 +216,8 @@ impl LoadedKernel {
         }
         for (i, draw) in draws.iter().enumerate() {
             let (mut fwd, mut combine) = self.args(draw)?;
-            graph.set(per_call * i, &self.fwd, cfg_fwd, &mut fwd)?;
-            if let Some(f) = &self.combine {
+            graph.set(per_call * i, self.module.fwd(), cfg_fwd, &mut fwd)?;
+            if let Some(f) = self.module.combine() {
                 graph.set(per_call * i + 1, f, cfg_combine, &mut combine)?;
             }
         }

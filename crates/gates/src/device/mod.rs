@@ -10,14 +10,15 @@
 //! with the reason (cudarc would panic on a missing library, so presence is
 //! checked first): callers need no `cfg`, as candle's dummy CUDA backend.
 //!
-//! Rooms: [`abi`] (what a module declares: geometry, tensor maps), [`blas`] (the two
-//! products as cuBLAS GEMMs, for the hybrid and the reference), [`rig`] (FAST's
-//! resident input slots, their archive and guards), [`launch`] (a kernel's arguments,
-//! graphs whose launches are re-pointed every repeat, event timing), [`loaded`] (an
-//! ABI kernel), [`hybrid`] (the cuBLAS baseline), [`verifier`] (the device's input
-//! generator, fp32 reference and row-by-row comparison).
+//! What a module declares, how it is loaded and how one call is launched live in the
+//! runtime crate (`evo_runtime`: the ABI as a library, which an export's users link
+//! too); this module keeps what measures. Rooms: [`blas`] (the two products as cuBLAS
+//! GEMMs, for the hybrid and the reference), [`rig`] (FAST's resident input slots, their
+//! archive and guards), [`launch`] (graphs whose launches are re-pointed every repeat,
+//! event timing), [`loaded`] (an ABI kernel as the gates run it), [`hybrid`] (the
+//! cuBLAS baseline), [`verifier`] (the device's input generator, fp32 reference and
+//! row-by-row comparison).
 
-mod abi;
 mod blas;
 mod hybrid;
 mod launch;
@@ -25,30 +26,25 @@ mod loaded;
 mod rig;
 mod verifier;
 
-pub use abi::{Geometry, TensorMapSpec};
+pub use evo_runtime::abi::{ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL, TENSOR_MAPS_SYMBOL};
+pub use evo_runtime::{Geometry, TensorMapSpec};
 pub use hybrid::HybridKernel;
 pub use loaded::LoadedKernel;
 
 use crate::error::GateError;
 use crate::inputs::Inputs;
 use cudarc::cublas::{sys as blas_sys, CudaBlas};
-use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
     DriverError, ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use evo_genome::{Dtype, Problem, Target};
+use evo_runtime::{AttentionModule, ModuleImage};
 use rig::Slots;
 use std::sync::Arc;
 use verifier::{DrawJob, Verifier};
 
-/// Symbols of the kernel ABI (kernels/ABI.md).
-pub const ENTRY_FWD: &str = "evo_attention_fwd";
-pub const ENTRY_COMBINE: &str = "evo_attention_combine";
-pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
-/// A kernel that loads through the copy engine exports this (kernels/ABI.md, "Tensor maps").
-pub const TENSOR_MAPS_SYMBOL: &str = "evo_tensor_maps";
 /// The hybrid baseline's softmax entry point.
 pub const ENTRY_SOFTMAX: &str = "evo_softmax_rows";
 
@@ -56,10 +52,7 @@ fn driver(during: impl Into<String>) -> impl FnOnce(DriverError) -> GateError {
     let during = during.into();
     move |e| GateError::Driver {
         during,
-        message: e
-            .error_string()
-            .map(|s| format!("{} ({:?})", s.to_string_lossy(), e.0))
-            .unwrap_or_else(|_| format!("{:?}", e.0)),
+        message: evo_runtime::driver_message(&e),
     }
 }
 
@@ -69,7 +62,6 @@ pub struct Device {
     stream: Arc<CudaStream>,
     name: String,
     compute_capability: (i32, i32),
-    max_smem_optin: u32,
     spare: Spare,
     /// The input generator and fp32 reference every kernel on this device is checked
     /// with ([`Device::install_verifier`]); GREEN's large cases and FAST need it.
@@ -88,8 +80,7 @@ type Spare = Arc<std::sync::Mutex<Option<Slots>>>;
 impl Device {
     /// Opens GPU `ordinal`, or says why there is none.
     pub fn open(ordinal: usize) -> Result<Device, GateError> {
-        // SAFETY: only tries to dlopen libcuda by its usual names; no symbol is called.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        if !evo_runtime::driver_present() {
             return Err(GateError::NoDevice(
                 "libcuda (the NVIDIA driver library) was not found by the dynamic loader; \
                  this machine has no NVIDIA driver — GREEN and FAST need a GPU (use \
@@ -112,17 +103,11 @@ impl Device {
         let compute_capability = ctx
             .compute_capability()
             .map_err(driver("reading the compute capability"))?;
-        let max_smem_optin = ctx
-            .attribute(
-                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            )
-            .map_err(driver("reading the shared-memory limit"))? as u32;
         Ok(Device {
             ctx,
             stream,
             name,
             compute_capability,
-            max_smem_optin,
             spare: Spare::default(),
             verifier: std::sync::OnceLock::new(),
         })
@@ -174,96 +159,19 @@ impl Device {
         })
     }
 
-    /// Loads an attention kernel (CUBIN following kernels/ABI.md) and reads its geometry.
+    /// Loads an attention kernel (CUBIN following kernels/ABI.md) and reads its geometry
+    /// (the runtime's loader, the one an export's users run).
     pub fn load_attention(&self, name: &str, cubin: &[u8]) -> Result<LoadedKernel, GateError> {
-        let module = self.load_module(name, cubin)?;
-        let fwd = Self::function(&module, name, ENTRY_FWD)?;
-        let symbol = module
-            .get_global(GEOMETRY_SYMBOL, &self.stream)
-            .map_err(|e| {
-                GateError::Abi(format!(
-                    "{name} has no `{GEOMETRY_SYMBOL}` symbol ({e}); declare \
-                 `extern \"C\" __constant__ int {GEOMETRY_SYMBOL}[6] = {{block_m, \
-                 threads_per_block, smem_bytes, split_kv, combine_rows_per_block, \
-                 combine_threads}};` (kernels/ABI.md)"
-                ))
-            })?;
-        if symbol.len() < 24 {
-            return Err(GateError::Abi(format!(
-                "{name}: `{GEOMETRY_SYMBOL}` is {} bytes, expected int[6] (24 bytes)",
-                symbol.len()
-            )));
-        }
-        let raw: Vec<u8> = self
-            .stream
-            .clone_dtoh(&symbol)
-            .map_err(driver(format!("reading {GEOMETRY_SYMBOL} of {name}")))?;
-        let ints: Vec<i32> = raw[..24]
-            .chunks_exact(4)
-            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let geometry =
-            Geometry::from_ints(&ints).map_err(|m| GateError::Abi(format!("{name}: {m}")))?;
-        geometry
-            .check(self.max_smem_optin)
-            .map_err(|m| GateError::Abi(format!("{name}: {m}")))?;
-        let combine = if geometry.split_kv > 1 {
-            Some(Self::function(&module, name, ENTRY_COMBINE)?)
-        } else {
-            None
-        };
-        // Only a module whose symbol table names `evo_tensor_maps` is asked for it: a
-        // failed look-up is a driver error that compute-sanitizer counts against the run.
-        let declares_maps = cubin
-            .windows(TENSOR_MAPS_SYMBOL.len())
-            .any(|w| w == TENSOR_MAPS_SYMBOL.as_bytes());
-        let lookup = if declares_maps {
-            module.get_global(TENSOR_MAPS_SYMBOL, &self.stream).ok()
-        } else {
-            None
-        };
-        let tensor_maps = match lookup {
-            None => None,
-            Some(symbol) => {
-                let raw: Vec<u8> = self
-                    .stream
-                    .clone_dtoh(&symbol)
-                    .map_err(driver(format!("reading {TENSOR_MAPS_SYMBOL} of {name}")))?;
-                if raw.len() < 16 {
-                    return Err(GateError::Abi(format!(
-                        "{name}: `{TENSOR_MAPS_SYMBOL}` is {} bytes, expected int[4] (16 bytes)",
-                        raw.len()
-                    )));
-                }
-                let ints: Vec<i32> = raw[..16]
-                    .chunks_exact(4)
-                    .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect();
-                Some(
-                    TensorMapSpec::from_ints(&ints)
-                        .map_err(|m| GateError::Abi(format!("{name}: {m}")))?,
-                )
-            }
-        };
-        if geometry.smem_bytes > 48 * 1024 {
-            fwd.set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                geometry.smem_bytes as i32,
-            )
-            .map_err(driver(format!(
-                "raising the dynamic shared memory of {name} to {} bytes",
-                geometry.smem_bytes
-            )))?;
-        }
-        Ok(LoadedKernel::new(
+        let module = AttentionModule::load(
+            &self.ctx,
+            &self.stream,
             name,
+            &ModuleImage::Cubin(cubin.to_vec()),
+        )?;
+        Ok(LoadedKernel::new(
+            module,
             self.ctx.clone(),
             self.stream.clone(),
-            module,
-            fwd,
-            combine,
-            geometry,
-            tensor_maps,
             self.spare.clone(),
             self.verifier.get().cloned(),
         ))
@@ -385,20 +293,6 @@ fn alloc<T: DeviceRepr + ValidAsZeroBits>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn geometry_is_checked_against_the_device() {
-        let ok = Geometry::from_ints(&[64, 128, 40960, 1, 0, 0]).unwrap();
-        assert!(ok.check(227 * 1024).is_ok());
-        assert!(ok.check(32 * 1024).unwrap_err().contains("smem_bytes"));
-        let split = Geometry::from_ints(&[64, 128, 0, 4, 0, 0]).unwrap();
-        assert!(split.check(227 * 1024).unwrap_err().contains("combine"));
-        assert!(Geometry::from_ints(&[64, -1, 0, 1, 0, 0])
-            .unwrap_err()
-            .contains("threads_per_block"));
-        let zero = Geometry::from_ints(&[64, 128, 0, 0, 0, 0]).unwrap();
-        assert!(zero.check(1 << 20).unwrap_err().contains("split_kv"));
-    }
 
     #[test]
     fn without_a_gpu_open_is_a_typed_error_not_a_panic() {

@@ -180,10 +180,12 @@ pub(crate) struct Workspace {
 }
 
 impl Workspace {
-    /// The workspace of `split` KV splits of `p` (kernels/ABI.md, "Split-KV").
-    pub fn new(st: &Arc<CudaStream>, p: &Problem, split: usize) -> Result<Workspace, GateError> {
-        let rows = (p.batch * p.heads * p.q_len) as usize;
-        let (o_len, lse_len) = (split * rows * p.head_dim.get() as usize, split * rows);
+    /// A workspace of `o_len` and `lse_len` floats (the module's size for the problem:
+    /// `evo_runtime::AttentionModule::workspace_len`).
+    pub fn new(
+        st: &Arc<CudaStream>,
+        (o_len, lse_len): (usize, usize),
+    ) -> Result<Workspace, GateError> {
         let fresh = |n: usize, what: &str| {
             let mut v = vec![f32::NAN; n + GUARD_ELEMS];
             v[n..].fill(f32::from_bits(GUARD_F32_BITS));

@@ -2,10 +2,16 @@
 //! (`evo_geometry`) and, for kernels that load through the copy engine, the tensor maps
 //! it wants (`evo_tensor_maps`), and how those maps are encoded for a buffer.
 
-use super::{driver, TENSOR_MAPS_SYMBOL};
-use crate::error::GateError;
+use crate::error::{driver, RuntimeError};
 use cudarc::driver::DeviceRepr;
 use evo_genome::{Dtype, Problem};
+
+/// Symbols of the kernel ABI (kernels/ABI.md).
+pub const ENTRY_FWD: &str = "evo_attention_fwd";
+pub const ENTRY_COMBINE: &str = "evo_attention_combine";
+pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
+/// A kernel that loads through the copy engine exports this (kernels/ABI.md, "Tensor maps").
+pub const TENSOR_MAPS_SYMBOL: &str = "evo_tensor_maps";
 
 /// The launch geometry a kernel module declares in `evo_geometry`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -117,7 +123,7 @@ impl TensorMapSpec {
 /// A `CUtensorMap` passed by value as a `__grid_constant__` kernel parameter.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-pub(crate) struct TensorMapArg([u64; 16]);
+pub struct TensorMapArg(pub(crate) [u64; 16]);
 
 // SAFETY: a plain 128-byte, 64-byte-aligned value that the kernel reads as its
 // `const __grid_constant__ CUtensorMap` parameter (the driver copies the bytes).
@@ -125,14 +131,16 @@ unsafe impl DeviceRepr for TensorMapArg {}
 
 /// Encodes the 3-D map (D, L, B*H) of one [B, H, L, D] tensor: boxes of
 /// `spec.box_cols` x `rows` x 1, 128-byte swizzle, zeros for elements past L (so the
-/// partial tile of a head never reads the next head's rows).
-pub(crate) fn encode_tensor_map(
+/// partial tile of a head never reads the next head's rows). `len` is the tensor's L
+/// (`p.q_len` for Q, `p.kv_len` for K and V). The driver must be present
+/// ([`crate::driver_present`]).
+pub fn encode_tensor_map(
     base: u64,
     p: &Problem,
     len: u32,
     rows: u32,
     spec: &TensorMapSpec,
-) -> Result<TensorMapArg, GateError> {
+) -> Result<TensorMapArg, RuntimeError> {
     use cudarc::driver::sys as cu;
     let d = p.head_dim.get() as u64;
     let dims = [d, len as u64, (p.batch * p.heads) as u64];
@@ -167,4 +175,35 @@ pub(crate) fn encode_tensor_map(
         spec.box_cols
     )))?;
     Ok(TensorMapArg(map.opaque))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_is_checked_against_the_device() {
+        let ok = Geometry::from_ints(&[64, 128, 40960, 1, 0, 0]).unwrap();
+        assert!(ok.check(227 * 1024).is_ok());
+        assert!(ok.check(32 * 1024).unwrap_err().contains("smem_bytes"));
+        let split = Geometry::from_ints(&[64, 128, 0, 4, 0, 0]).unwrap();
+        assert!(split.check(227 * 1024).unwrap_err().contains("combine"));
+        assert!(Geometry::from_ints(&[64, -1, 0, 1, 0, 0])
+            .unwrap_err()
+            .contains("threads_per_block"));
+        let zero = Geometry::from_ints(&[64, 128, 0, 0, 0, 0]).unwrap();
+        assert!(zero.check(1 << 20).unwrap_err().contains("split_kv"));
+    }
+
+    #[test]
+    fn tensor_map_boxes_are_checked() {
+        let spec = TensorMapSpec::from_ints(&[128, 64, 64, 128]).unwrap();
+        assert_eq!((spec.q_rows, spec.kv_rows), (128, 64));
+        assert!(TensorMapSpec::from_ints(&[0, 64, 64, 128])
+            .unwrap_err()
+            .contains("1..=256"));
+        assert!(TensorMapSpec::from_ints(&[64, 64, 32, 128])
+            .unwrap_err()
+            .contains("{q_rows, kv_rows, 64, 128}"));
+    }
 }

@@ -1,0 +1,53 @@
+/* evo.h: run evo's exported attention champions from C or C++.
+ *
+ * Link with the export's lib/libevo_runtime.so (`-L OUT/lib -levo_runtime`). The tensors
+ * are the caller's: contiguous [B, H, L, D] device buffers of one GPU, in the dtype
+ * given; the call is enqueued on the caller's stream and returns without waiting.
+ * Every function returns EVO_OK or an error code; evo_last_error() then says what went
+ * wrong and how to fix it (per thread, valid until the thread's next call).
+ */
+#ifndef EVO_H
+#define EVO_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types of Q, K, V and O. */
+#define EVO_DTYPE_F16 0
+#define EVO_DTYPE_BF16 1
+
+/* Status codes. */
+#define EVO_OK 0
+#define EVO_ERROR_INVALID_ARGUMENT 1 /* null/host/too-small pointer, bad dtype code, zero length */
+#define EVO_ERROR_UNSUPPORTED 2      /* no champion for this head dim or dtype: fall back */
+#define EVO_ERROR_NO_DEVICE 3        /* no NVIDIA driver or GPU */
+#define EVO_ERROR_EXPORT 4           /* the export folder is missing or malformed */
+#define EVO_ERROR_KERNEL 5           /* a kernel breaks the ABI or was built for another GPU */
+#define EVO_ERROR_CUDA 6             /* a CUDA driver call failed */
+#define EVO_ERROR_INTERNAL 7         /* a bug in the runtime (a caught panic) */
+
+/* Reads the export folder (the one holding manifest.json). Without this call the first
+ * evo_attention_forward reads the folder named by the EVO_EXPORT_DIR environment
+ * variable. Calling it again replaces the export. */
+int evo_init(const char* export_dir);
+
+/* O = softmax(Q K^T / sqrt(D) + mask) V, with q [B, H, Lq, D], k and v [B, H, Lk, D],
+ * o [B, H, Lq, D]; causal != 0 masks top-left aligned (query i sees keys j <= i, as
+ * PyTorch's is_causal). dtype is EVO_DTYPE_F16 or EVO_DTYPE_BF16. stream is a CUstream
+ * (or cudaStream_t) of the tensors' GPU, NULL for the legacy default stream. */
+int evo_attention_forward(const void* q, const void* k, const void* v, void* o,
+                          int B, int H, int Lq, int Lk, int D, int dtype, int causal,
+                          void* stream);
+
+/* The message of this thread's last error ("" after a success). */
+const char* evo_last_error(void);
+
+/* The runtime's version, e.g. "0.1.0". */
+const char* evo_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVO_H */

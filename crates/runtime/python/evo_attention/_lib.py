@@ -1,0 +1,55 @@
+"""The export's runtime library (lib/libevo_runtime.so, include/evo.h) through ctypes."""
+
+import ctypes
+import os
+
+DTYPE_F16 = 0
+DTYPE_BF16 = 1
+OK = 0
+UNSUPPORTED = 2
+
+
+class Library:
+    """The C ABI of include/evo.h, initialised with one export folder."""
+
+    def __init__(self, path, export_dir):
+        if not path or not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"the evo runtime library is not in this export ({path or 'none recorded'}); "
+                "build it (`cargo build --release -p evo-runtime`) and export again with "
+                "`evo export OUT --champions DIR --lib target/release/libevo_runtime.so`, "
+                "or point EVO_RUNTIME_LIB at it"
+            )
+        lib = ctypes.CDLL(path)
+        lib.evo_init.argtypes = [ctypes.c_char_p]
+        lib.evo_init.restype = ctypes.c_int
+        lib.evo_attention_forward.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 7 + [
+            ctypes.c_void_p
+        ]
+        lib.evo_attention_forward.restype = ctypes.c_int
+        lib.evo_last_error.argtypes = []
+        lib.evo_last_error.restype = ctypes.c_char_p
+        lib.evo_version.argtypes = []
+        lib.evo_version.restype = ctypes.c_char_p
+        self.lib = lib
+        self.path = path
+        if lib.evo_init(os.fsencode(export_dir)) != OK:
+            raise RuntimeError(f"evo_init({export_dir}): {self.last_error()}")
+
+    def last_error(self):
+        return self.lib.evo_last_error().decode("utf-8", "replace")
+
+    def version(self):
+        return self.lib.evo_version().decode()
+
+    def forward(self, q, k, v, o, dims, dtype, causal, stream):
+        """Enqueues one call on raw device pointers; returns the status code."""
+        b, h, lq, lk, d = dims
+        return self.lib.evo_attention_forward(
+            q, k, v, o, b, h, lq, lk, d, dtype, int(bool(causal)), stream
+        )
+
+
+def library_path(manifest):
+    """EVO_RUNTIME_LIB if set, else the library the manifest records."""
+    return os.environ.get("EVO_RUNTIME_LIB") or manifest.library

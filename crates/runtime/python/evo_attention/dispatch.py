@@ -1,0 +1,102 @@
+"""Which champion serves a shape: the dispatch table's rule over the export's manifest.
+
+Pure Python, no torch: CI checks it against evo's own rule (crates/genome/src/dispatch.rs)
+without a GPU. The rule, as dispatch.toml's header states it:
+
+1. the head dim must match (a champion is built and checked for its own);
+2. a class with the same mask (causal or not) is preferred to one without;
+3. among those, the nearest in work |log2(B*H*Lq*Lk) - log2(class's)|;
+4. ties go to the nearest key length, then to the table's order.
+
+The dtype is not a class: every champion is exported for f16 and bf16.
+"""
+
+import json
+import math
+import os
+
+# OUT/python/evo_attention/dispatch.py -> OUT
+EXPORT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+MANIFEST_FORMAT = 1
+
+
+def _work(batch, heads, q_len, kv_len):
+    return math.log2(float(batch) * float(heads) * float(q_len) * float(kv_len))
+
+
+def arch_runs_on(arch, capability, cubin):
+    """Whether code for `arch` runs on a GPU of compute capability (major, minor):
+    as the runtime's `arch_runs_on` (crates/runtime/src/export.rs)."""
+    digits = arch[3:] if arch.startswith("sm_") else arch
+    specific = digits.endswith("a")
+    try:
+        n = int(digits.rstrip("a"))
+    except ValueError:
+        return False
+    major, minor = divmod(n, 10)
+    cc = tuple(capability)
+    if specific:
+        return cc == (major, minor)
+    if cubin:
+        return cc[0] == major and cc[1] >= minor
+    return cc >= (major, minor)
+
+
+class Manifest:
+    """An export's manifest.json: its champions, in the dispatch table's order."""
+
+    def __init__(self, export_dir=None):
+        self.export_dir = export_dir or os.environ.get("EVO_EXPORT_DIR") or EXPORT_DIR
+        path = os.path.join(self.export_dir, "manifest.json")
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("format") != MANIFEST_FORMAT:
+            raise ValueError(
+                f"{path}: format {data.get('format')} is not {MANIFEST_FORMAT}; "
+                "use the Python module of the same export"
+            )
+        self.data = data
+        self.champions = data["champions"]
+        self.head_dims = sorted({c["head_dim"] for c in self.champions})
+        self.dtypes = sorted({k["dtype"] for c in self.champions for k in c["kernels"]})
+
+    @property
+    def device(self):
+        return self.data["device"]
+
+    @property
+    def library(self):
+        lib = self.data.get("library")
+        return os.path.join(self.export_dir, lib) if lib else None
+
+    def runs_on(self, capability):
+        """Whether every kernel of the export can run on this compute capability (its
+        PTX can wherever its CUBIN can, and the runtime falls back to it)."""
+        return all(
+            arch_runs_on(k["arch"], capability, False)
+            for c in self.champions
+            for k in c["kernels"]
+        )
+
+    def considered(self, batch, heads, q_len, kv_len, head_dim, causal):
+        """The classes of the head dim (and mask, if any has it), nearest first."""
+        same_dim = [c for c in self.champions if c["head_dim"] == head_dim]
+        if not same_dim:
+            return []
+        same_mask = any(c["causal"] == bool(causal) for c in same_dim)
+        pool = [c for c in same_dim if not same_mask or c["causal"] == bool(causal)]
+        work = _work(batch, heads, q_len, kv_len)
+        key = math.log2(float(kv_len))
+
+        def order(c):
+            distance = abs(_work(c["batch"], c["heads"], c["q_len"], c["kv_len"]) - work)
+            return (distance, abs(math.log2(float(c["kv_len"])) - key))
+
+        # sorted() is stable: equal keys keep the table's order, as the rule says.
+        return sorted(pool, key=order)
+
+    def choose(self, batch, heads, q_len, kv_len, head_dim, causal):
+        """The champion entry serving this shape, or None when no class has its head dim."""
+        pool = self.considered(batch, heads, q_len, kv_len, head_dim, causal)
+        return pool[0] if pool else None

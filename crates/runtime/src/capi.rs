@@ -1,0 +1,333 @@
+//! The C ABI of `include/evo.h`, what the export's shared library exports.
+//!
+//! Nothing crosses it but integers and pointers: each function returns a status code
+//! and keeps the message of its error per thread for `evo_last_error()`. A panic is
+//! caught at the boundary (unwinding into C is undefined) and reported as
+//! `EVO_ERROR_INTERNAL`, so a bug in the runtime is an error code, never a crash.
+
+use crate::champions::Champions;
+use crate::error::RuntimeError;
+use crate::launch::Buffers;
+use evo_genome::{Dtype, HeadDim, Problem};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The header `evo export` writes into an export's `include/`.
+pub const HEADER: &str = include_str!("../include/evo.h");
+
+/// The environment variable naming the export folder when `evo_init` was not called.
+pub const EXPORT_DIR_ENV: &str = "EVO_EXPORT_DIR";
+
+/// The header's status codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Status {
+    Ok = 0,
+    InvalidArgument = 1,
+    Unsupported = 2,
+    NoDevice = 3,
+    Export = 4,
+    Kernel = 5,
+    Cuda = 6,
+    Internal = 7,
+}
+
+impl Status {
+    pub const ALL: [(Status, &'static str); 8] = [
+        (Status::Ok, "EVO_OK"),
+        (Status::InvalidArgument, "EVO_ERROR_INVALID_ARGUMENT"),
+        (Status::Unsupported, "EVO_ERROR_UNSUPPORTED"),
+        (Status::NoDevice, "EVO_ERROR_NO_DEVICE"),
+        (Status::Export, "EVO_ERROR_EXPORT"),
+        (Status::Kernel, "EVO_ERROR_KERNEL"),
+        (Status::Cuda, "EVO_ERROR_CUDA"),
+        (Status::Internal, "EVO_ERROR_INTERNAL"),
+    ];
+
+    fn of(e: &RuntimeError) -> Status {
+        match e {
+            RuntimeError::NoDevice(_) => Status::NoDevice,
+            RuntimeError::Driver { .. } => Status::Cuda,
+            RuntimeError::Abi(_) => Status::Kernel,
+            RuntimeError::InvalidArgument(_) => Status::InvalidArgument,
+            RuntimeError::Unsupported(_) => Status::Unsupported,
+            RuntimeError::Export { .. } => Status::Export,
+        }
+    }
+}
+
+/// The loaded export, shared by every thread; `evo_init` replaces it.
+static CHAMPIONS: Mutex<Option<Arc<Champions>>> = Mutex::new(None);
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: &str) {
+    // A message with a NUL byte would be cut there; none of ours has one.
+    let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+}
+
+/// Runs `body` at the boundary: its error becomes the status and the thread's message.
+fn boundary(body: impl FnOnce() -> Result<(), RuntimeError> + std::panic::UnwindSafe) -> c_int {
+    let status = match std::panic::catch_unwind(body) {
+        Ok(Ok(())) => {
+            set_last_error("");
+            Status::Ok
+        }
+        Ok(Err(e)) => {
+            set_last_error(&e.to_string());
+            Status::of(&e)
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            set_last_error(&format!("internal error in the evo runtime: {what}"));
+            Status::Internal
+        }
+    };
+    status as c_int
+}
+
+fn load(dir: PathBuf) -> Result<Arc<Champions>, RuntimeError> {
+    let champions = Arc::new(Champions::open(&dir)?);
+    let mut slot = CHAMPIONS
+        .lock()
+        .map_err(|_| RuntimeError::Abi("a call panicked while holding the runtime".into()))?;
+    *slot = Some(champions.clone());
+    Ok(champions)
+}
+
+fn champions() -> Result<Arc<Champions>, RuntimeError> {
+    let loaded = CHAMPIONS
+        .lock()
+        .map_err(|_| RuntimeError::Abi("a call panicked while holding the runtime".into()))?
+        .clone();
+    match loaded {
+        Some(c) => Ok(c),
+        None => match std::env::var_os(EXPORT_DIR_ENV) {
+            Some(dir) => load(PathBuf::from(dir)),
+            None => Err(RuntimeError::InvalidArgument(format!(
+                "no export loaded: call evo_init(\"EXPORT_DIR\") or set {EXPORT_DIR_ENV} \
+                 to the folder `evo export` wrote"
+            ))),
+        },
+    }
+}
+
+/// The problem of the C call's integers, or which one is wrong.
+pub fn problem_of(dims: [c_int; 5], dtype: c_int, causal: c_int) -> Result<Problem, RuntimeError> {
+    let names = ["B", "H", "Lq", "Lk", "D"];
+    let mut v = [0u32; 5];
+    for i in 0..5 {
+        if dims[i] < 1 {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "{} is {}; it must be at least 1",
+                names[i], dims[i]
+            )));
+        }
+        v[i] = dims[i] as u32;
+    }
+    let head_dim = HeadDim::try_from(v[4]).map_err(|_| {
+        RuntimeError::Unsupported(format!(
+            "head dim D={} has no champion (evo builds D=64 and D=128)",
+            v[4]
+        ))
+    })?;
+    let dtype = match dtype {
+        0 => Dtype::F16,
+        1 => Dtype::Bf16,
+        other => {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "dtype code {other} is neither EVO_DTYPE_F16 (0) nor EVO_DTYPE_BF16 (1)"
+            )))
+        }
+    };
+    Ok(Problem {
+        batch: v[0],
+        heads: v[1],
+        q_len: v[2],
+        kv_len: v[3],
+        head_dim,
+        dtype,
+        causal: causal != 0,
+    })
+}
+
+/// See `include/evo.h`.
+///
+/// # Safety
+/// `export_dir` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn evo_init(export_dir: *const c_char) -> c_int {
+    boundary(|| {
+        if export_dir.is_null() {
+            return Err(RuntimeError::InvalidArgument(
+                "evo_init: export_dir is NULL; pass the folder `evo export` wrote".into(),
+            ));
+        }
+        // SAFETY: non-null and NUL-terminated (the function's contract).
+        let dir = unsafe { CStr::from_ptr(export_dir) };
+        let dir = dir.to_str().map_err(|_| {
+            RuntimeError::InvalidArgument("evo_init: export_dir is not UTF-8".into())
+        })?;
+        load(PathBuf::from(dir)).map(|_| ())
+    })
+}
+
+/// See `include/evo.h`.
+///
+/// # Safety
+/// `stream` is null or a live `CUstream` of the GPU that holds the tensors; no other
+/// work writes the tensors during the call. The pointers are checked by the driver.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn evo_attention_forward(
+    q: *const c_void,
+    k: *const c_void,
+    v: *const c_void,
+    o: *mut c_void,
+    b: c_int,
+    h: c_int,
+    lq: c_int,
+    lk: c_int,
+    d: c_int,
+    dtype: c_int,
+    causal: c_int,
+    stream: *mut c_void,
+) -> c_int {
+    boundary(|| {
+        let p = problem_of([b, h, lq, lk, d], dtype, causal)?;
+        let buffers = Buffers {
+            q: q as u64,
+            k: k as u64,
+            v: v as u64,
+            o: o as u64,
+            ..Buffers::default()
+        };
+        // SAFETY: the stream is the caller's (the function's contract); `forward`
+        // checks the pointers.
+        unsafe { champions()?.forward(&p, &buffers, stream as cudarc::driver::sys::CUstream) }
+    })
+}
+
+/// See `include/evo.h`.
+#[no_mangle]
+pub extern "C" fn evo_last_error() -> *const c_char {
+    // The pointer stays valid until this thread's next call replaces the message.
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// See `include/evo.h`.
+#[no_mangle]
+pub extern "C" fn evo_version() -> *const c_char {
+    static VERSION: &CStr =
+        match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+            Ok(v) => v,
+            Err(_) => panic!("the version has no NUL byte"),
+        };
+    VERSION.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> String {
+        // SAFETY: evo_last_error returns a NUL-terminated string owned by this thread.
+        unsafe { CStr::from_ptr(evo_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn the_header_declares_every_export_and_status_code() {
+        for prototype in [
+            "int evo_init(const char* export_dir);",
+            "int evo_attention_forward(const void* q, const void* k, const void* v, void* o,",
+            "int B, int H, int Lq, int Lk, int D, int dtype, int causal,",
+            "const char* evo_last_error(void);",
+            "const char* evo_version(void);",
+        ] {
+            assert!(HEADER.contains(prototype), "evo.h lacks `{prototype}`");
+        }
+        for (status, name) in Status::ALL {
+            let line = format!("#define {name} {}", status as i32);
+            assert!(HEADER.contains(&line), "evo.h lacks `{line}`");
+        }
+        assert!(HEADER.contains("#define EVO_DTYPE_F16 0"));
+        assert!(HEADER.contains("#define EVO_DTYPE_BF16 1"));
+    }
+
+    #[test]
+    fn bad_arguments_are_codes_with_messages_never_crashes() {
+        // SAFETY: null pointers are what is tested; the runtime checks them first.
+        let status = unsafe {
+            evo_attention_forward(
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                1,
+                8,
+                512,
+                512,
+                64,
+                2,
+                0,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, Status::InvalidArgument as c_int);
+        assert!(last_error().contains("dtype code 2"), "{}", last_error());
+        // SAFETY: as above.
+        let status = unsafe {
+            evo_attention_forward(
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                1,
+                0,
+                512,
+                512,
+                64,
+                0,
+                0,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, Status::InvalidArgument as c_int);
+        assert!(last_error().contains("H is 0"), "{}", last_error());
+        // SAFETY: a null export_dir is refused before it is read.
+        assert_eq!(
+            unsafe { evo_init(std::ptr::null()) },
+            Status::InvalidArgument as c_int
+        );
+        let missing = CString::new("/nonexistent/evo-export").unwrap();
+        // SAFETY: a NUL-terminated string.
+        assert_eq!(
+            unsafe { evo_init(missing.as_ptr()) },
+            Status::Export as c_int
+        );
+        assert!(last_error().contains("manifest.json"), "{}", last_error());
+    }
+
+    #[test]
+    fn an_uncovered_head_dim_is_unsupported_and_the_version_is_the_crates() {
+        let e = problem_of([1, 8, 512, 512, 96], 0, 0).unwrap_err();
+        assert_eq!(Status::of(&e), Status::Unsupported);
+        assert!(e.to_string().contains("D=96"), "{e}");
+        let p = problem_of([2, 16, 77, 1000, 128], 1, 1).unwrap();
+        assert_eq!(p.spec(), "2,16,77,1000,128,bf16,causal");
+        // SAFETY: a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(evo_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+}

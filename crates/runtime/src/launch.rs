@@ -1,0 +1,341 @@
+//! One ABI call (kernels/ABI.md): the launch shapes of the forward kernel and the
+//! combine, the split-KV workspace's size, the arguments as owned values, and the launch
+//! itself on any stream, the caller's included.
+//!
+//! The arguments are plain values ([`FwdArgs`], [`CombineArgs`]) rather than a builder
+//! bound to one launch, because the gates hand the same values to graph nodes they
+//! re-point every repeat, and the C ABI to a stream it does not own.
+
+use crate::abi::{encode_tensor_map, TensorMapArg, ENTRY_COMBINE, ENTRY_FWD};
+use crate::error::{driver, RuntimeError};
+use crate::module::AttentionModule;
+use cudarc::driver::sys::CUstream;
+use cudarc::driver::{CudaFunction, LaunchConfig};
+use evo_genome::Problem;
+use std::ffi::c_void;
+
+/// The arguments of `evo_attention_fwd` (kernels/ABI.md), in the order of its signature.
+#[derive(Clone, Copy)]
+pub struct FwdArgs {
+    /// Q, K and V's tensor maps, first, for a kernel that loads through the copy engine.
+    pub maps: Option<[TensorMapArg; 3]>,
+    pub q: u64,
+    pub k: u64,
+    pub v: u64,
+    pub o: u64,
+    pub ws_o: u64,
+    pub ws_lse: u64,
+    pub b: i32,
+    pub h: i32,
+    pub lq: i32,
+    pub lk: i32,
+    pub causal: i32,
+    pub scale: f32,
+}
+
+/// A kernel's argument values, as `cuLaunchKernel` and kernel graph nodes take them:
+/// an array of pointers to each value, in the order of the signature.
+pub trait Args {
+    fn params(&mut self) -> Vec<*mut c_void>;
+}
+
+fn param<T>(x: &mut T) -> *mut c_void {
+    x as *mut T as *mut c_void
+}
+
+impl Args for FwdArgs {
+    fn params(&mut self) -> Vec<*mut c_void> {
+        let mut out = Vec::with_capacity(15);
+        if let Some(maps) = &mut self.maps {
+            out.extend(maps.iter_mut().map(param));
+        }
+        out.extend([
+            param(&mut self.q),
+            param(&mut self.k),
+            param(&mut self.v),
+            param(&mut self.o),
+            param(&mut self.ws_o),
+            param(&mut self.ws_lse),
+            param(&mut self.b),
+            param(&mut self.h),
+            param(&mut self.lq),
+            param(&mut self.lk),
+            param(&mut self.causal),
+            param(&mut self.scale),
+        ]);
+        out
+    }
+}
+
+/// The arguments of `evo_attention_combine`.
+#[derive(Clone, Copy)]
+pub struct CombineArgs {
+    pub ws_o: u64,
+    pub ws_lse: u64,
+    pub o: u64,
+    pub b: i32,
+    pub h: i32,
+    pub lq: i32,
+    pub splits: i32,
+}
+
+impl Args for CombineArgs {
+    fn params(&mut self) -> Vec<*mut c_void> {
+        vec![
+            param(&mut self.ws_o),
+            param(&mut self.ws_lse),
+            param(&mut self.o),
+            param(&mut self.b),
+            param(&mut self.h),
+            param(&mut self.lq),
+            param(&mut self.splits),
+        ]
+    }
+}
+
+/// Enqueues `f` with `args` on `stream` (a raw handle: the caller's own stream, or a
+/// cudarc stream's `cu_stream()`; the context must be current on this thread).
+///
+/// # Safety
+/// `args` must be the values of `f`'s parameters, in order and of their types (for the
+/// ABI's kernels: kernels/ABI.md, with device pointers sized for the launch's problem),
+/// and `cfg` a launch shape the device accepts for `f`.
+pub unsafe fn launch(
+    stream: CUstream,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    args: &mut dyn Args,
+    what: &str,
+) -> Result<(), RuntimeError> {
+    let mut params = args.params();
+    // SAFETY: the caller's; every pointer of `params` points into `args`, alive until
+    // the call returns (the driver copies the values).
+    unsafe {
+        cudarc::driver::result::launch_kernel(
+            f.cu_function(),
+            cfg.grid_dim,
+            cfg.block_dim,
+            cfg.shared_mem_bytes,
+            stream,
+            &mut params,
+        )
+    }
+    .map_err(driver(format!("launching {what}")))
+}
+
+/// Floats of the split-KV workspace's two halves for `splits` splits of `p`:
+/// `ws_o[split][B*H][Lq][D]` and `ws_lse[split][B*H][Lq]` (kernels/ABI.md, "Split-KV").
+pub fn workspace_len(p: &Problem, splits: u32) -> (usize, usize) {
+    let rows = splits as usize * (p.batch * p.heads) as usize * p.q_len as usize;
+    (rows * p.head_dim.get() as usize, rows)
+}
+
+/// The device addresses of one call: the caller's tensors and, for a kernel that splits
+/// the keys, the workspace (else zeros).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Buffers {
+    pub q: u64,
+    pub k: u64,
+    pub v: u64,
+    pub o: u64,
+    pub ws_o: u64,
+    pub ws_lse: u64,
+}
+
+impl AttentionModule {
+    /// The launch shapes of the forward kernel and the combine.
+    pub fn configs(&self, p: &Problem) -> (LaunchConfig, LaunchConfig) {
+        let g = self.geometry();
+        (
+            LaunchConfig {
+                grid_dim: (p.q_len.div_ceil(g.block_m), p.batch * p.heads, g.split_kv),
+                block_dim: (g.threads, 1, 1),
+                shared_mem_bytes: g.smem_bytes,
+            },
+            LaunchConfig {
+                grid_dim: (
+                    p.q_len.div_ceil(g.combine_rows.max(1)),
+                    p.batch * p.heads,
+                    1,
+                ),
+                block_dim: (g.combine_threads.max(1), 1, 1),
+                shared_mem_bytes: 0,
+            },
+        )
+    }
+
+    /// The workspace this kernel needs for `p` (floats of `ws_o` and `ws_lse`); none
+    /// without a split.
+    pub fn workspace_len(&self, p: &Problem) -> Option<(usize, usize)> {
+        let splits = self.geometry().split_kv;
+        (splits > 1).then(|| workspace_len(p, splits))
+    }
+
+    /// Encodes Q, K and V's tensor maps when the kernel loads through the copy engine.
+    pub fn encode_maps(
+        &self,
+        p: &Problem,
+        b: &Buffers,
+    ) -> Result<Option<[TensorMapArg; 3]>, RuntimeError> {
+        let Some(spec) = self.tensor_map_spec() else {
+            return Ok(None);
+        };
+        Ok(Some([
+            encode_tensor_map(b.q, p, p.q_len, spec.q_rows, &spec)?,
+            encode_tensor_map(b.k, p, p.kv_len, spec.kv_rows, &spec)?,
+            encode_tensor_map(b.v, p, p.kv_len, spec.kv_rows, &spec)?,
+        ]))
+    }
+
+    /// The arguments of the call on `b` (with `maps` from [`Self::encode_maps`] of the
+    /// same buffers when the kernel asks for tensor maps).
+    pub fn args(
+        &self,
+        p: &Problem,
+        b: &Buffers,
+        maps: Option<[TensorMapArg; 3]>,
+    ) -> Result<(FwdArgs, CombineArgs), RuntimeError> {
+        if maps.is_none() && self.tensor_map_spec().is_some() {
+            return Err(RuntimeError::Abi(format!(
+                "{}: tensor maps not encoded",
+                self.name()
+            )));
+        }
+        let (bh, h, lq, lk) = (
+            p.batch as i32,
+            p.heads as i32,
+            p.q_len as i32,
+            p.kv_len as i32,
+        );
+        Ok((
+            FwdArgs {
+                maps,
+                q: b.q,
+                k: b.k,
+                v: b.v,
+                o: b.o,
+                ws_o: b.ws_o,
+                ws_lse: b.ws_lse,
+                b: bh,
+                h,
+                lq,
+                lk,
+                causal: p.causal as i32,
+                scale: 1.0f32 / (p.head_dim.get() as f32).sqrt(),
+            },
+            CombineArgs {
+                ws_o: b.ws_o,
+                ws_lse: b.ws_lse,
+                o: b.o,
+                b: bh,
+                h,
+                lq,
+                splits: self.geometry().split_kv as i32,
+            },
+        ))
+    }
+
+    /// Enqueues one call (forward, then combine when split) on `stream`.
+    ///
+    /// # Safety
+    /// `fwd` and `combine` come from [`Self::args`] for `p`, on device buffers of this
+    /// module's context sized for `p` (and its workspace, [`Self::workspace_len`]), and
+    /// `stream` is a live stream of that context, current on this thread.
+    pub unsafe fn enqueue(
+        &self,
+        stream: CUstream,
+        p: &Problem,
+        fwd: &mut FwdArgs,
+        combine: &mut CombineArgs,
+    ) -> Result<(), RuntimeError> {
+        let (cfg_fwd, cfg_combine) = self.configs(p);
+        // SAFETY: the caller's (arguments for `p`); the grid is `configs`', from a
+        // geometry checked against the device when the module loaded.
+        unsafe {
+            launch(
+                stream,
+                self.fwd(),
+                cfg_fwd,
+                fwd,
+                &format!("{ENTRY_FWD} of {}", self.name()),
+            )?;
+            if let Some(f) = self.combine() {
+                launch(
+                    stream,
+                    f,
+                    cfg_combine,
+                    combine,
+                    &format!("{ENTRY_COMBINE} of {}", self.name()),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes the maps, builds the arguments and enqueues one call on `b`.
+    ///
+    /// # Safety
+    /// As [`Self::enqueue`]: `b` holds device buffers of this module's context sized
+    /// for `p` (the workspace too when [`Self::workspace_len`] is some), and `stream` is
+    /// a live stream of that context, current on this thread.
+    pub unsafe fn forward(
+        &self,
+        stream: CUstream,
+        p: &Problem,
+        b: &Buffers,
+    ) -> Result<(), RuntimeError> {
+        if self.workspace_len(p).is_some() && (b.ws_o == 0 || b.ws_lse == 0) {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "{} splits the keys {} ways and needs a workspace; none was given",
+                self.name(),
+                self.geometry().split_kv
+            )));
+        }
+        let maps = self.encode_maps(p, b)?;
+        let (mut fwd, mut combine) = self.args(p, b, maps)?;
+        // SAFETY: the caller's; the arguments are `args`' for `p` on `b`.
+        unsafe { self.enqueue(stream, p, &mut fwd, &mut combine) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_is_splits_times_rows_times_d_plus_one() {
+        let p: Problem = "2,16,77,1000,128,bf16".parse().unwrap();
+        let (o, lse) = workspace_len(&p, 4);
+        assert_eq!(lse, 4 * 32 * 77);
+        assert_eq!(o + lse, 4 * 32 * 77 * (128 + 1));
+    }
+
+    #[test]
+    fn the_forward_arguments_are_in_the_abi_order() {
+        let mut args = FwdArgs {
+            maps: None,
+            q: 1,
+            k: 2,
+            v: 3,
+            o: 4,
+            ws_o: 5,
+            ws_lse: 6,
+            b: 7,
+            h: 8,
+            lq: 9,
+            lk: 10,
+            causal: 1,
+            scale: 0.125,
+        };
+        let params = args.params();
+        assert_eq!(params.len(), 12);
+        // SAFETY: each pointer points into `args`, alive here; the types are the fields'.
+        let (o, lk) = unsafe { (*(params[3] as *const u64), *(params[9] as *const i32)) };
+        assert_eq!((o, lk), (4, 10));
+        let mut with_maps = FwdArgs {
+            maps: Some([TensorMapArg([0; 16]); 3]),
+            ..args
+        };
+        assert_eq!(with_maps.params().len(), 15);
+    }
+}

@@ -1,0 +1,198 @@
+//! A kernel module loaded into a context: its two entry points, the geometry and tensor
+//! maps it declares (kernels/ABI.md), checked against the device before any launch.
+
+use crate::abi::{
+    Geometry, TensorMapSpec, ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL, TENSOR_MAPS_SYMBOL,
+};
+use crate::error::{driver, RuntimeError};
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
+use std::sync::Arc;
+
+/// What a module is loaded from.
+#[derive(Debug, Clone)]
+pub enum ModuleImage {
+    /// Machine code for one architecture (what NVRTC's CUBIN is): loads as is, and only
+    /// on that architecture.
+    Cubin(Vec<u8>),
+    /// PTX text: the driver compiles it for the GPU at hand when the module loads.
+    Ptx(String),
+}
+
+impl ModuleImage {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            ModuleImage::Cubin(b) => b,
+            ModuleImage::Ptx(t) => t.as_bytes(),
+        }
+    }
+}
+
+/// One attention kernel (forward, and combine when it splits the keys) in a context.
+pub struct AttentionModule {
+    name: String,
+    _module: Arc<CudaModule>,
+    fwd: CudaFunction,
+    combine: Option<CudaFunction>,
+    geometry: Geometry,
+    /// Set when the kernel loads through the copy engine: `evo_attention_fwd` then takes
+    /// the Q, K and V tensor maps first.
+    tensor_maps: Option<TensorMapSpec>,
+}
+
+fn function(
+    module: &Arc<CudaModule>,
+    what: &str,
+    entry: &str,
+) -> Result<CudaFunction, RuntimeError> {
+    module.load_function(entry).map_err(|e| {
+        RuntimeError::Abi(format!(
+            "{what} has no kernel `{entry}` ({e}); declare it `extern \"C\" __global__` \
+             with the signature of kernels/ABI.md"
+        ))
+    })
+}
+
+fn ints(raw: &[u8]) -> Vec<i32> {
+    raw.chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+impl AttentionModule {
+    /// Loads `image` (a module following kernels/ABI.md) into `ctx`, reads its geometry
+    /// and tensor maps (through `stream`) and checks them against the device; raises the
+    /// forward kernel's dynamic shared memory when it asks for more than 48 KiB.
+    pub fn load(
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        name: &str,
+        image: &ModuleImage,
+    ) -> Result<AttentionModule, RuntimeError> {
+        let ptx = match image {
+            ModuleImage::Cubin(bytes) => Ptx::from_binary(bytes.clone()),
+            ModuleImage::Ptx(text) => Ptx::from_src(text.clone()),
+        };
+        let module = ctx.load_module(ptx).map_err(|e| {
+            let during = format!("loading the module of {name}");
+            match e.0 {
+                // The one failure a user meets by copying an export to another GPU.
+                cudarc::driver::sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+                | cudarc::driver::sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                | cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_PTX => {
+                    RuntimeError::Abi(format!(
+                        "{name} was not built for this GPU (compute capability {:?}) or \
+                         this driver ({}); export the champions again for it \
+                         (`evo export --arch ...`)",
+                        ctx.compute_capability().unwrap_or((0, 0)),
+                        crate::error::driver_message(&e)
+                    ))
+                }
+                _ => driver(during)(e),
+            }
+        })?;
+        let fwd = function(&module, name, ENTRY_FWD)?;
+        let symbol = module.get_global(GEOMETRY_SYMBOL, stream).map_err(|e| {
+            RuntimeError::Abi(format!(
+                "{name} has no `{GEOMETRY_SYMBOL}` symbol ({e}); declare \
+                 `extern \"C\" __constant__ int {GEOMETRY_SYMBOL}[6] = {{block_m, \
+                 threads_per_block, smem_bytes, split_kv, combine_rows_per_block, \
+                 combine_threads}};` (kernels/ABI.md)"
+            ))
+        })?;
+        if symbol.len() < 24 {
+            return Err(RuntimeError::Abi(format!(
+                "{name}: `{GEOMETRY_SYMBOL}` is {} bytes, expected int[6] (24 bytes)",
+                symbol.len()
+            )));
+        }
+        let raw: Vec<u8> = stream
+            .clone_dtoh(&symbol)
+            .map_err(driver(format!("reading {GEOMETRY_SYMBOL} of {name}")))?;
+        let geometry = Geometry::from_ints(&ints(&raw[..24]))
+            .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
+        let max_smem_optin = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(driver("reading the shared-memory limit"))?
+            as u32;
+        geometry
+            .check(max_smem_optin)
+            .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
+        let combine = if geometry.split_kv > 1 {
+            Some(function(&module, name, ENTRY_COMBINE)?)
+        } else {
+            None
+        };
+        // Only a module whose symbol table names `evo_tensor_maps` is asked for it: a
+        // failed look-up is a driver error that compute-sanitizer counts against the run.
+        let declares_maps = image
+            .bytes()
+            .windows(TENSOR_MAPS_SYMBOL.len())
+            .any(|w| w == TENSOR_MAPS_SYMBOL.as_bytes());
+        let lookup = if declares_maps {
+            module.get_global(TENSOR_MAPS_SYMBOL, stream).ok()
+        } else {
+            None
+        };
+        let tensor_maps = match lookup {
+            None => None,
+            Some(symbol) => {
+                let raw: Vec<u8> = stream
+                    .clone_dtoh(&symbol)
+                    .map_err(driver(format!("reading {TENSOR_MAPS_SYMBOL} of {name}")))?;
+                if raw.len() < 16 {
+                    return Err(RuntimeError::Abi(format!(
+                        "{name}: `{TENSOR_MAPS_SYMBOL}` is {} bytes, expected int[4] (16 bytes)",
+                        raw.len()
+                    )));
+                }
+                Some(
+                    TensorMapSpec::from_ints(&ints(&raw[..16]))
+                        .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?,
+                )
+            }
+        };
+        if geometry.smem_bytes > 48 * 1024 {
+            fwd.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                geometry.smem_bytes as i32,
+            )
+            .map_err(driver(format!(
+                "raising the dynamic shared memory of {name} to {} bytes",
+                geometry.smem_bytes
+            )))?;
+        }
+        Ok(AttentionModule {
+            name: name.to_string(),
+            _module: module,
+            fwd,
+            combine,
+            geometry,
+            tensor_maps,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The tensor maps the kernel asks for, if it loads through the copy engine.
+    pub fn tensor_map_spec(&self) -> Option<TensorMapSpec> {
+        self.tensor_maps
+    }
+
+    /// `evo_attention_fwd`.
+    pub fn fwd(&self) -> &CudaFunction {
+        &self.fwd
+    }
+
+    /// `evo_attention_combine`, when the kernel splits the keys (`split_kv > 1`).
+    pub fn combine(&self) -> Option<&CudaFunction> {
+        self.combine.as_ref()
+    }
+}

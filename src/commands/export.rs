@@ -1,0 +1,286 @@
+//! `evo export OUT --champions DIR`: a champions folder as a package users can call
+//! without evo: each champion compiled per dtype (PTX always, a CUBIN with `--cubin`),
+//! the dispatch table, `manifest.json`, the C header, the runtime's shared library when
+//! it has been built, and the Python module (the layout is in
+//! crates/runtime/src/export.rs, whose types are the manifest's).
+//!
+//! Compiling needs NVRTC but no GPU, so CI exports the recorded champions.
+
+use anyhow::{bail, Context};
+use evo_codegen::{compile_many, Toolchain};
+use evo_gates::Tolerance;
+use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
+use evo_genome::{Dtype, Family, GenomeFile, Target};
+use evo_runtime::export::{
+    ChampionEntry, KernelEntry, Manifest, ToleranceEntry, MANIFEST_FILE, MANIFEST_FORMAT,
+    PYTHON_MODULE,
+};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The folder to write (created if missing; files of an earlier export are replaced).
+    pub out: PathBuf,
+    /// The champions folder (its dispatch.toml and champion genomes).
+    #[arg(long, value_name = "DIR", default_value = super::champions::DEFAULT_CHAMPIONS)]
+    pub champions: PathBuf,
+    /// The GPU architecture to build for: sm_90a or sm_90 (H100, H200; Hopper-family
+    /// champions are always sm_90a), sm_89 (L4 and other Ada parts).
+    #[arg(long, default_value = "sm_90a")]
+    pub arch: String,
+    /// Also write each kernel's CUBIN: machine code for the architecture, loaded without
+    /// the driver's JIT, the very code the bench timed (PTX alone is compiled by the
+    /// driver's own ptxas at first use).
+    #[arg(long)]
+    pub cubin: bool,
+    /// The runtime's shared library to copy into OUT/lib (`cargo build --release -p
+    /// evo-runtime` builds it); default: libevo_runtime next to this evo binary.
+    #[arg(long, value_name = "PATH")]
+    pub lib: Option<PathBuf>,
+}
+
+/// The runtime library's file name on this platform (`libevo_runtime.so` on Linux).
+fn library_name() -> String {
+    format!(
+        "{}evo_runtime{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// Where cargo puts the runtime library of the build this binary belongs to: beside it
+/// when `-p evo-runtime` was built, in `deps/` when it was built as a dependency; the
+/// newer of the two (the other may be left from an older build).
+fn default_library() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join(library_name()),
+        dir.join("deps").join(library_name()),
+    ]
+    .into_iter()
+    .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+    .max()
+    .map(|(_, p)| p)
+}
+
+/// The dtype a bench record's figures are in: its label ends with `(DEVICE, DTYPE)`.
+fn measured_dtype(bench: &str) -> Option<String> {
+    let (_, last) = bench.trim_end_matches(')').rsplit_once(", ")?;
+    ["f16", "bf16"].contains(&last).then(|| last.to_string())
+}
+
+fn write(path: &Path, bytes: impl AsRef<[u8]>) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create the folder", dir.display()))?;
+    }
+    std::fs::write(path, bytes).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+pub fn run(args: ExportArgs) -> anyhow::Result<()> {
+    let target = Target::parse(args.arch.trim_end_matches('a')).with_context(|| {
+        format!(
+            "--arch {}: evo builds for sm_90a, sm_90 and sm_89",
+            args.arch
+        )
+    })?;
+    let table_path = args.champions.join(DISPATCH_FILE);
+    let table = DispatchTable::load(&table_path).with_context(|| {
+        format!(
+            "no champions to export in {} (make them with `evo champions`)",
+            args.champions.display()
+        )
+    })?;
+    let mut genomes = Vec::new();
+    for class in &table.classes {
+        let path = args.champions.join(&class.champion);
+        let file = GenomeFile::load(&path)?;
+        let p = class.problem().map_err(anyhow::Error::msg)?;
+        let violations = file.genes.violations(p.head_dim, target);
+        if !violations.is_empty() {
+            bail!(
+                "{}: champion of `{}` cannot be built for {}: {}; export for the GPU it \
+                 was evolved on (--arch)",
+                path.display(),
+                class.name,
+                args.arch,
+                violations
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+        genomes.push((class, p, file));
+    }
+    let tc = Toolchain::discover()?;
+    let jobs: Vec<_> = genomes
+        .iter()
+        .flat_map(|(_, p, file)| Dtype::ALL.map(|d| (file.genes, p.head_dim, d, target)))
+        .collect();
+    let start = std::time::Instant::now();
+    let mut compiled = compile_many(&tc, &jobs).into_iter();
+    eprintln!(
+        "compiled {} kernels ({} champions x f16, bf16) for {} in {:.1} s with NVRTC {}.{}",
+        jobs.len(),
+        genomes.len(),
+        args.arch,
+        start.elapsed().as_secs_f64(),
+        tc.nvrtc_version.0,
+        tc.nvrtc_version.1
+    );
+
+    let out = &args.out;
+    let mut champions = Vec::new();
+    for (class, p, file) in &genomes {
+        let arch = match file.genes.family {
+            Family::Hopper => format!("{}a", target.arch()),
+            Family::Ampere => target.arch().to_string(),
+        };
+        let mut kernels = Vec::new();
+        for dtype in Dtype::ALL {
+            let c = compiled
+                .next()
+                .expect("one result per job")
+                .with_context(|| format!("champion `{}` ({dtype})", class.name))?;
+            let stem = format!("kernels/{}", KernelEntry::file_stem(&class.name, dtype));
+            let ptx = format!("{stem}.ptx");
+            write(&out.join(&ptx), &c.ptx)?;
+            let cubin = if args.cubin {
+                let path = format!("{stem}.cubin");
+                write(&out.join(&path), &c.cubin)?;
+                Some(path)
+            } else {
+                None
+            };
+            kernels.push(KernelEntry {
+                dtype,
+                arch: arch.clone(),
+                ptx,
+                cubin,
+            });
+        }
+        champions.push(ChampionEntry {
+            class: class.name.clone(),
+            shape: class.shape.clone(),
+            batch: p.batch,
+            heads: p.heads,
+            q_len: p.q_len,
+            kv_len: p.kv_len,
+            head_dim: p.head_dim.get(),
+            causal: p.causal,
+            genome: file.name.clone(),
+            genome_id: file.genes.id().to_string(),
+            family: file.genes.family.label().to_string(),
+            median_us: class.median_us,
+            cudnn_us: class.cudnn_us,
+            measured_dtype: class.bench.as_deref().and_then(measured_dtype),
+            bench: class.bench.clone(),
+            experiment: class.experiment.clone(),
+            kernels,
+        });
+    }
+    let arch = if champions
+        .iter()
+        .any(|c| c.kernels.iter().any(|k| k.arch.ends_with('a')))
+    {
+        format!("{}a", target.arch())
+    } else {
+        target.arch().to_string()
+    };
+
+    let lib_source = args.lib.clone().or_else(default_library);
+    let library = match &lib_source {
+        Some(path) if path.is_file() => {
+            let rel = format!("lib/{}", library_name());
+            let bytes =
+                std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+            write(&out.join(&rel), bytes)?;
+            eprintln!(
+                "runtime library: {} -> {}",
+                path.display(),
+                out.join(&rel).display()
+            );
+            Some(rel)
+        }
+        Some(path) => bail!(
+            "--lib {}: no such file (build it with `cargo build --release -p evo-runtime`)",
+            path.display()
+        ),
+        None => {
+            eprintln!(
+                "runtime library: not found next to this evo binary, none copied: the C ABI \
+                 and the Python module need it; build it with `cargo build --release -p \
+                 evo-runtime` and export again (or pass --lib PATH)"
+            );
+            None
+        }
+    };
+
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT,
+        evo_version: env!("CARGO_PKG_VERSION").to_string(),
+        nvrtc_version: format!("{}.{}", tc.nvrtc_version.0, tc.nvrtc_version.1),
+        device: table.device.clone(),
+        arch,
+        dispatch: DISPATCH_FILE.to_string(),
+        library,
+        champions,
+        tolerances: Dtype::ALL
+            .map(|dtype| {
+                let t = Tolerance::for_dtype(dtype);
+                ToleranceEntry {
+                    dtype,
+                    rel_frob: t.rel_frob,
+                    max_abs: t.max_abs,
+                }
+            })
+            .to_vec(),
+    };
+    let table_text = std::fs::read_to_string(&table_path)
+        .with_context(|| format!("{}: cannot read", table_path.display()))?;
+    write(&out.join(DISPATCH_FILE), table_text)?;
+    write(
+        &out.join(MANIFEST_FILE),
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )?;
+    write(&out.join("include/evo.h"), evo_runtime::capi::HEADER)?;
+    for (rel, text) in PYTHON_MODULE {
+        write(&out.join("python").join(rel), text)?;
+    }
+    println!(
+        "exported {} champions of {} ({} kernels, {}) to {}",
+        manifest.champions.len(),
+        manifest.device,
+        jobs.len(),
+        if args.cubin { "PTX and CUBIN" } else { "PTX" },
+        out.display()
+    );
+    println!(
+        "  python: sys.path.insert(0, \"{}\"); import evo_attention; evo_attention.sdpa(q, k, v)",
+        out.join("python").display()
+    );
+    println!(
+        "  C: #include \"evo.h\", -I{} -L{} -levo_runtime, evo_init(\"{}\")",
+        out.join("include").display(),
+        out.join("lib").display(),
+        out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_measured_dtype_is_the_last_word_of_the_bench_label() {
+        assert_eq!(
+            measured_dtype("experiments/x/bench_f16.json (NVIDIA H100 80GB HBM3, f16)"),
+            Some("f16".into())
+        );
+        assert_eq!(measured_dtype("b.json (H100, bf16)"), Some("bf16".into()));
+        assert_eq!(measured_dtype("an unrecorded bench run (no --json)"), None);
+    }
+}
