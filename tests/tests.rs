@@ -20,3 +20,5 @@ mod cli_profile;
 mod islands;
 // The per-shape champions: snapshots, the table against its records, `evo dispatch`.
 mod champions;
+// `evo export`: the package's files, manifest and header, the runtime and Python reading it (PTX, no GPU).
+mod export;

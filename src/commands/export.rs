@@ -114,6 +114,13 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         }
         genomes.push((class, p, file));
     }
+    let lib_source = args.lib.clone().or_else(default_library);
+    if let Some(path) = lib_source.as_ref().filter(|p| !p.is_file()) {
+        bail!(
+            "--lib {}: no such file (build it with `cargo build --release -p evo-runtime`)",
+            path.display()
+        );
+    }
     let tc = Toolchain::discover()?;
     let jobs: Vec<_> = genomes
         .iter()
@@ -190,9 +197,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         target.arch().to_string()
     };
 
-    let lib_source = args.lib.clone().or_else(default_library);
     let library = match &lib_source {
-        Some(path) if path.is_file() => {
+        Some(path) => {
             let rel = format!("lib/{}", library_name());
             let bytes =
                 std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
@@ -204,10 +210,6 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             );
             Some(rel)
         }
-        Some(path) => bail!(
-            "--lib {}: no such file (build it with `cargo build --release -p evo-runtime`)",
-            path.display()
-        ),
         None => {
             eprintln!(
                 "runtime library: not found next to this evo binary, none copied: the C ABI \

@@ -1,0 +1,240 @@
+//! `evo export` on the recorded H100 champions (PTX, no GPU): the files, the manifest
+//! against the table and the genomes, the header's prototype, the runtime reading the
+//! export back, and the Python module dispatching shapes as evo does, without torch.
+//!
+//! Needs NVRTC (as the compile tests) and python3.
+
+use crate::util::{evo, repo_root, stderr, stdout};
+use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
+use evo_genome::{GenomeFile, Problem};
+use evo_runtime::export::{Export, Manifest, MANIFEST_FILE};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const CHAMPIONS: &str = "genomes/champions/h100";
+
+fn export(out: &Path, extra: &[&str]) -> std::process::Output {
+    let out = out.display().to_string();
+    let mut args = vec!["export", out.as_str(), "--champions", CHAMPIONS];
+    args.extend(extra);
+    evo(&args, &[])
+}
+
+/// Runs `python3 -c SCRIPT` with OUT/python on the path and `input` on stdin.
+fn python(out: &Path, script: &str, input: &str) -> std::process::Output {
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .env("PYTHONPATH", out.join("python"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Shapes on and between the classes: both masks, both head dims and one no champion
+/// has, Lq != Lk, tiny and huge.
+fn shapes() -> Vec<Problem> {
+    let mut out = Vec::new();
+    for (b, h) in [(1, 1), (1, 8), (2, 16), (4, 16), (8, 32)] {
+        for (lq, lk) in [
+            (1, 1),
+            (77, 1000),
+            (512, 512),
+            (1024, 1024),
+            (4096, 4096),
+            (16384, 16384),
+        ] {
+            for d in [64, 128] {
+                for causal in ["", ",causal"] {
+                    let spec = format!("{b},{h},{lq},{lk},{d},bf16{causal}");
+                    out.push(spec.parse().unwrap());
+                }
+            }
+        }
+    }
+    out
+}
+
+const DISPATCH_SCRIPT: &str = r#"
+import json, sys
+import evo_attention
+from evo_attention.dispatch import Manifest
+assert "torch" not in sys.modules, "importing evo_attention imported torch"
+m = Manifest()
+out = []
+for b, h, lq, lk, d, causal in json.load(sys.stdin):
+    c = m.choose(b, h, lq, lk, d, causal)
+    out.append(c["class"] if c else None)
+out.append(m.choose(1, 8, 512, 512, 96, False))
+print(json.dumps(out))
+"#;
+
+const LIBRARY_SCRIPT: &str = r#"
+import evo_attention
+from evo_attention import _lib
+m = evo_attention.manifest()
+lib = _lib.Library(_lib.library_path(m), m.export_dir)
+print(lib.version())
+# Fake pointers: without a GPU the runtime says so (3), with one it refuses them (1).
+print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 64), _lib.DTYPE_F16, False, None))
+print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 96), _lib.DTYPE_F16, False, None), lib.last_error())
+"#;
+
+#[test]
+fn export_writes_a_package_the_runtime_and_python_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("export");
+    let o = export(&out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("exported 7 champions"),
+        "{}",
+        stdout(&o)
+    );
+
+    // The manifest: one entry per class, in the table's order, with its genome and figures.
+    let table = DispatchTable::load(&repo_root().join(CHAMPIONS).join(DISPATCH_FILE)).unwrap();
+    let manifest: Manifest =
+        serde_json::from_str(&std::fs::read_to_string(out.join(MANIFEST_FILE)).unwrap()).unwrap();
+    assert_eq!(manifest.evo_version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(manifest.device, table.device);
+    assert_eq!(manifest.arch, "sm_90a");
+    assert!(
+        manifest.nvrtc_version.split('.').count() == 2,
+        "{}",
+        manifest.nvrtc_version
+    );
+    assert_eq!(manifest.champions.len(), table.classes.len());
+    assert_eq!(manifest.tolerances.len(), 2);
+    for (entry, class) in manifest.champions.iter().zip(&table.classes) {
+        assert_eq!(entry.class, class.name);
+        let genome = GenomeFile::load(&repo_root().join(CHAMPIONS).join(&class.champion)).unwrap();
+        assert_eq!(entry.genome_id, genome.genes.id().to_string());
+        assert_eq!(entry.median_us, class.median_us);
+        assert_eq!(entry.cudnn_us, class.cudnn_us);
+        assert_eq!(entry.measured_dtype.as_deref(), Some("f16"));
+        let p = class.problem().unwrap();
+        assert_eq!(
+            (entry.batch, entry.heads, entry.q_len, entry.kv_len),
+            (p.batch, p.heads, p.q_len, p.kv_len)
+        );
+        assert_eq!(entry.kernels.len(), 2, "{}: f16 and bf16", entry.class);
+        for k in &entry.kernels {
+            assert_eq!(k.cubin, None, "PTX only without --cubin");
+            let ptx = std::fs::read_to_string(out.join(&k.ptx)).unwrap();
+            assert!(
+                ptx.contains(&format!(".target {}", k.arch)),
+                "{}: {}",
+                k.ptx,
+                k.arch
+            );
+            assert!(ptx.contains(".entry evo_attention_fwd"), "{}", k.ptx);
+            assert!(ptx.contains("evo_geometry"), "{}", k.ptx);
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(out.join(DISPATCH_FILE)).unwrap(),
+        std::fs::read_to_string(repo_root().join(CHAMPIONS).join(DISPATCH_FILE)).unwrap()
+    );
+
+    // The header: the C ABI's prototype.
+    let header = std::fs::read_to_string(out.join("include/evo.h")).unwrap();
+    assert!(
+        header.contains(
+            "int evo_attention_forward(const void* q, const void* k, const void* v, void* o,"
+        ) && header.contains("const char* evo_last_error(void);"),
+        "{header}"
+    );
+
+    // The runtime reads it back and dispatches as the table does.
+    let export = Export::open(&out).unwrap_or_else(|e| panic!("{e}"));
+    let shapes = shapes();
+    let expected: Vec<String> = shapes
+        .iter()
+        .map(|p| export.choose(p).unwrap().0.class.clone())
+        .collect();
+    for (p, class) in shapes.iter().zip(&expected) {
+        let rule = table.choose(p, Path::new(DISPATCH_FILE)).unwrap();
+        assert_eq!(&rule.class.name, class, "{p}");
+    }
+
+    // Python, without torch: the same champion for every shape, none for D=96.
+    let input: Vec<(u32, u32, u32, u32, u32, bool)> = shapes
+        .iter()
+        .map(|p| {
+            (
+                p.batch,
+                p.heads,
+                p.q_len,
+                p.kv_len,
+                p.head_dim.get(),
+                p.causal,
+            )
+        })
+        .collect();
+    let o = python(
+        &out,
+        DISPATCH_SCRIPT,
+        &serde_json::to_string(&input).unwrap(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Vec<Option<String>> = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let (none, got) = got.split_last().unwrap();
+    assert_eq!(none, &None, "no champion has head dim 96");
+    for ((p, want), got) in shapes.iter().zip(&expected).zip(got) {
+        assert_eq!(got.as_deref(), Some(want.as_str()), "python on {p}");
+    }
+
+    // The runtime library, copied in from this build, through ctypes.
+    assert_eq!(
+        manifest.library.as_deref(),
+        Some("lib/libevo_runtime.so"),
+        "cargo builds the runtime's cdylib with the evo binary"
+    );
+    let o = python(&out, LIBRARY_SCRIPT, "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(lines[0], env!("CARGO_PKG_VERSION"));
+    assert!(lines[1] == "3" || lines[1] == "1", "{lines:?}");
+    assert!(
+        lines[2].starts_with("2 ") && lines[2].contains("D=96"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn export_refuses_an_arch_the_champions_cannot_build_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = export(&dir.path().join("x"), &["--arch", "sm_89"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("cannot be built for sm_89") && e.contains("--arch"),
+        "{e}"
+    );
+    let o = export(&dir.path().join("x"), &["--arch", "sm_80"]);
+    assert!(
+        stderr(&o).contains("sm_90a, sm_90 and sm_89"),
+        "{}",
+        stderr(&o)
+    );
+    let o = export(
+        &dir.path().join("x"),
+        &["--lib", "/nonexistent/libevo_runtime.so"],
+    );
+    assert!(
+        !o.status.success() && stderr(&o).contains("cargo build --release -p evo-runtime"),
+        "{}",
+        stderr(&o)
+    );
+}
