@@ -58,10 +58,11 @@ gate *args:
 profile *args:
     cargo run --quiet -- profile {{ args }}
 
-# The GPU test set: hand-written adversarial kernels, named genomes, cuBLAS hybrid, ABI errors
+# The GPU test set: hand-written adversarial kernels, named genomes, cuBLAS hybrid, ABI errors, the export from C and Python
 [group('gpu')]
 gpu-test:
     cargo test -p evo-gates --features gpu -- gpu_tests --test-threads=1
+    cargo test --features gpu --test integration gpu_export -- --test-threads=1 --nocapture
 
 # compute-sanitizer memcheck, racecheck and synccheck over the named genomes and a seeded sample on small odd shapes (GPU); each must report zero errors and zero hazards
 [group('gpu')]

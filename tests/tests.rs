@@ -22,3 +22,6 @@ mod islands;
 mod champions;
 // `evo export`: the package's files, manifest and header, the runtime and Python reading it (PTX, no GPU).
 mod export;
+// The export on a GPU: a C program and the Python module run champions (opt-in: --features gpu).
+#[cfg(feature = "gpu")]
+mod gpu_export;

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Runs an export's champions from PyTorch, importing only the export's package and torch:
+each champion on its own shape (for the H100 export: the seven anchors rows), checked
+against a float64 reference under GREEN's tolerances (the manifest's) and timed as
+`evo bench` times (scripts/sdpa_baseline.py's method: N calls in one CUDA graph, inputs
+rotated among enough sets to overflow L2 twice, 20 replays, median per call).
+
+Usage:
+  python3 scripts/export_check.py OUT [--dtype f16|bf16] [--bench bench.json] [--slack 0.05]
+
+Compares each median with the champion's figure in `--bench` (the JSON of
+`evo bench --champions DIR --json FILE` run on this machine, the fair comparison) or else
+the figure the manifest recorded, and fails (exit status 1) when a champion is outside
+GREEN's tolerances, falls back, or is slower than that figure by more than `--slack`.
+cuDNN (PyTorch SDPA) is timed beside it in the same run.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+L2_BYTES = 50 * 1024 * 1024
+MAX_SETS = 64
+
+
+def input_sets(b, h, lq, lk, d):
+    nbytes = 2 * (2 * b * h * lq * d + 2 * b * h * lk * d)
+    if nbytes >= L2_BYTES:
+        return 1
+    return max(1, min(MAX_SETS, math.ceil(2 * L2_BYTES / nbytes)))
+
+
+def reference(torch, q, k, v, causal):
+    """float64 softmax(QK^T/sqrt(D) + top-left causal mask) V, a few heads at a time."""
+    b, h, lq, d = q.shape
+    lk = k.shape[2]
+    qf, kf, vf = (t.reshape(b * h, -1, d) for t in (q, k, v))
+    out = torch.empty(b * h, lq, d, dtype=torch.float64, device=q.device)
+    step = max(1, (1 << 27) // (lq * lk))
+    mask = torch.ones(lq, lk, dtype=torch.bool, device=q.device).tril() if causal else None
+    for i in range(0, b * h, step):
+        s = qf[i : i + step].double() @ kf[i : i + step].double().transpose(-1, -2) / math.sqrt(d)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        out[i : i + step] = torch.softmax(s, dim=-1) @ vf[i : i + step].double()
+    return out.reshape(b, h, lq, d)
+
+
+def time_graph(torch, fn):
+    """Median, min and max µs per call of `fn(i)`, graph-timed as sdpa_baseline.py."""
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    spent = 0.0
+    while spent < 25.0:
+        start.record(); fn(0); end.record(); torch.cuda.synchronize()
+        spent += start.elapsed_time(end)
+    start.record()
+    for i in range(10):
+        fn(i)
+    end.record(); torch.cuda.synchronize()
+    calls = max(1, min(4096, math.ceil(1.0 / max(start.elapsed_time(end) / 10, 1e-6))))
+    while True:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for i in range(3):
+                fn(i)
+        torch.cuda.current_stream().wait_stream(stream)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, capture_error_mode="relaxed"):
+            for i in range(calls):
+                fn(i)
+        g.replay(); torch.cuda.synchronize()
+        start.record(); g.replay(); end.record(); torch.cuda.synchronize()
+        ms = start.elapsed_time(end)
+        if ms >= 1.0 or calls >= 4096:
+            break
+        calls = min(4096, max(calls + 1, math.ceil(calls * 1.1 / max(ms, 1e-6))))
+    per_call = []
+    for _ in range(20):
+        start.record(); g.replay(); end.record(); torch.cuda.synchronize()
+        per_call.append(start.elapsed_time(end) * 1e3 / calls)
+    per_call.sort()
+    n = len(per_call)
+    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
+    return median, per_call[0], per_call[-1]
+
+
+def bench_figures(path, dtype):
+    """{class: median µs} of the champions in an `evo bench --champions --json` file."""
+    with open(path, encoding="utf-8") as f:
+        rows = json.load(f)
+    return {
+        r["kernel"][len("champion "):]: r["median_us"]
+        for r in rows
+        if r["kernel"].startswith("champion ") and r.get("verdict") == "timed"
+        and dtype in r["shape"].split()
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("export", help="the folder `evo export` wrote")
+    ap.add_argument("--dtype", default="f16", choices=["f16", "bf16"])
+    ap.add_argument("--bench", help="`evo bench --champions DIR --json FILE` of this machine")
+    ap.add_argument("--slack", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=2026)
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.join(args.export, "python"))
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import evo_attention
+
+    dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    m = evo_attention.manifest()
+    tol = {t["dtype"]: t for t in m.data["tolerances"]}[args.dtype]
+    figures = bench_figures(args.bench, args.dtype) if args.bench else {}
+    print(f"{torch.cuda.get_device_name(0)}; export of {m.device}, {m.data['arch']}, "
+          f"evo {m.data['evo_version']}, NVRTC {m.data['nvrtc_version']}; {args.dtype}")
+    print(f"{'class':<26} {'rel_frob':>9} {'max_abs':>8} {'µs':>9} {'then µs':>9} "
+          f"{'ratio':>6} {'cuDNN µs':>9}  verdict")
+    failed = 0
+    for c in m.champions:
+        b, h, lq, lk, d, causal = (c["batch"], c["heads"], c["q_len"], c["kv_len"],
+                                   c["head_dim"], c["causal"])
+        gen = torch.Generator(device="cuda").manual_seed(args.seed)
+        sets = []
+        for _ in range(input_sets(b, h, lq, lk, d)):
+            q = torch.randn(b, h, lq, d, device="cuda", generator=gen).to(dtype)
+            k = torch.randn(b, h, lk, d, device="cuda", generator=gen).to(dtype)
+            v = torch.randn(b, h, lk, d, device="cuda", generator=gen).to(dtype)
+            sets.append((q, k, v, torch.empty_like(q)))
+        q, k, v, o = sets[0]
+        if not evo_attention.covers(q, k, v, causal):
+            print(f"{c['class']:<26} not covered by the export on this GPU: FAIL")
+            failed += 1
+            continue
+        chosen = m.choose(b, h, lq, lk, d, causal)["class"]
+        evo_attention.forward(q, k, v, o, is_causal=causal)
+        torch.cuda.synchronize()
+        ref = reference(torch, q, k, v, causal)
+        diff = o.double() - ref
+        rel_frob = (diff.norm() / ref.norm()).item()
+        max_abs = diff.abs().max().item()
+        right = torch.isfinite(o).all().item() and rel_frob <= tol["rel_frob"] and max_abs <= tol["max_abs"]
+        del ref, diff
+        us, _, _ = time_graph(torch, lambda i: evo_attention.forward(
+            *sets[i % len(sets)][:3], sets[i % len(sets)][3], is_causal=causal))
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            cudnn, _, _ = time_graph(torch, lambda i: F.scaled_dot_product_attention(
+                *sets[i % len(sets)][:3], is_causal=causal))
+        then = figures.get(c["class"]) if args.bench else (
+            c["median_us"] if c.get("measured_dtype") == args.dtype else None)
+        ratio = us / then if then else float("nan")
+        fast = then is None or ratio <= 1 + args.slack
+        ok = right and fast and chosen == c["class"]
+        failed += not ok
+        verdict = "ok" if ok else "FAIL" + ("" if right else " (tolerance)") + (
+            "" if fast else f" (> {args.slack:.0%} slower)") + (
+            "" if chosen == c["class"] else f" (dispatched to {chosen})")
+        print(f"{c['class']:<26} {rel_frob:>9.2e} {max_abs:>8.2e} {us:>9.2f} "
+              f"{then if then else float('nan'):>9.2f} {ratio:>6.3f} {cudnn:>9.2f}  {verdict}")
+        del sets, q, k, v, o
+        torch.cuda.empty_cache()
+    print(f"tolerances {args.dtype}: rel_frob {tol['rel_frob']}, max_abs {tol['max_abs']}; "
+          f"{len(m.champions) - failed} of {len(m.champions)} ok")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+//! The export on a GPU (opt-in: `cargo test --features gpu --test integration gpu_export`,
+//! part of `just gpu-test`): a C program linked with the export's library runs a
+//! champion and checks it and the error codes; with torch importable, the Python module
+//! runs champions, falls back with one warning per reason, and refuses a CUBIN built for
+//! another GPU. Needs NVRTC, a C compiler (`CC`, else `cc`) and the CUDA headers
+//! (`CUDA_HOME`, else /usr/local/cuda).
+
+use crate::util::{evo, repo_root, stderr, stdout};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn cuda_home() -> PathBuf {
+    PathBuf::from(std::env::var("CUDA_HOME").unwrap_or_else(|_| "/usr/local/cuda".into()))
+}
+
+fn export(out: &Path) {
+    let o = evo(
+        &[
+            "export",
+            &out.display().to_string(),
+            "--champions",
+            "genomes/champions/h100",
+            "--cubin",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.join("lib/libevo_runtime.so").is_file(),
+        "the export has no runtime library: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn gpu_export_c_program_runs_a_champion() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("export");
+    export(&out);
+    let exe = dir.path().join("run_champion");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let source = repo_root().join("crates/runtime/tests/c/run_champion.c");
+    let o = Command::new(&cc)
+        .arg(&source)
+        .arg(format!("-I{}", out.join("include").display()))
+        .arg(format!("-I{}", cuda_home().join("include").display()))
+        .arg(format!("-L{}", out.join("lib").display()))
+        // Only to link when libcuda is not on the linker's path; the driver's is loaded.
+        .arg(format!("-L{}", cuda_home().join("lib64/stubs").display()))
+        .args(["-levo_runtime", "-lcuda", "-lm", "-O2"])
+        .arg(format!("-Wl,-rpath,{}", out.join("lib").display()))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("the C compiler runs");
+    assert!(o.status.success(), "{cc}: {}", stderr(&o));
+    for shape in [
+        ["1", "8", "512", "512", "64", "0"],
+        ["1", "8", "512", "512", "64", "1"],
+        ["1", "2", "77", "1000", "128", "1"],
+    ] {
+        let o = Command::new(&exe)
+            .arg(&out)
+            .args(shape)
+            .output()
+            .expect("runs");
+        println!("{}", stdout(&o));
+        assert!(
+            o.status.success() && stdout(&o).contains("all checks passed"),
+            "{shape:?}:\n{}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+}
+
+const PYTHON_SMOKE: &str = r#"
+import json, os, shutil, sys, warnings
+import torch
+sys.path.insert(0, os.path.join(sys.argv[1], "python"))
+import evo_attention
+from evo_attention import _lib
+
+def rand(*shape, dtype=torch.float16, device="cuda"):
+    return torch.randn(*shape, device=device).to(dtype)
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for dtype in (torch.float16, torch.bfloat16):
+        for causal in (False, True):
+            q, k, v = rand(1, 8, 300, 64, dtype=dtype), rand(1, 8, 700, 64, dtype=dtype), rand(1, 8, 700, 64, dtype=dtype)
+            assert evo_attention.covers(q, k, v, causal)
+            o = evo_attention.sdpa(q, k, v, is_causal=causal)
+            ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+            rel = ((o.float() - ref).norm() / ref.norm()).item()
+            assert rel < (1.5e-3 if dtype == torch.float16 else 1.2e-2), (dtype, causal, rel)
+    assert not caught, [str(w.message) for w in caught]
+    q96 = rand(1, 2, 64, 96)
+    for _ in range(3):
+        evo_attention.sdpa(q96, q96, q96)
+    evo_attention.sdpa(q96.float(), q96.float(), q96.float())
+    evo_attention.sdpa(q96.cpu().float(), q96.cpu().float(), q96.cpu().float())
+    kinds = [str(w.message) for w in caught]
+    assert len(kinds) == 3, kinds  # head dim, dtype, device: each once
+    print("\n".join(kinds))
+
+q = rand(1, 8, 128, 64)
+for bad, error in [((q.float(), q.float(), q.float()), TypeError),
+                   ((q.transpose(2, 3).contiguous().transpose(2, 3),) * 3, ValueError)]:
+    try:
+        evo_attention.forward(*bad, torch.empty_like(bad[0]))
+        raise AssertionError(f"{error.__name__} expected")
+    except error as e:
+        print("refused:", e)
+
+# A CUBIN built for another GPU: the runtime's own check, through the C ABI.
+other = sys.argv[2]
+shutil.copytree(sys.argv[1], other)
+path = os.path.join(other, "manifest.json")
+m = json.load(open(path))
+for c in m["champions"]:
+    for kernel in c["kernels"]:
+        kernel["arch"] = "sm_100a"
+json.dump(m, open(path, "w"))
+lib = _lib.Library(os.path.join(other, "lib", "libevo_runtime.so"), other)
+o = torch.empty_like(q)
+status = lib.forward(q.data_ptr(), q.data_ptr(), q.data_ptr(), o.data_ptr(), (1, 8, 128, 128, 64),
+                     _lib.DTYPE_F16, False, torch.cuda.current_stream().cuda_stream)
+assert status == 5 and "sm_100a" in lib.last_error(), (status, lib.last_error())
+print("foreign arch:", lib.last_error())
+print("python smoke passed")
+"#;
+
+#[test]
+fn gpu_export_python_runs_falls_back_and_refuses() {
+    let torch = Command::new("python3")
+        .args(["-c", "import torch; assert torch.cuda.is_available()"])
+        .output();
+    if !torch.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: python3 cannot import torch with CUDA here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("export");
+    export(&out);
+    let o = Command::new("python3")
+        .args(["-c", PYTHON_SMOKE])
+        .arg(&out)
+        .arg(dir.path().join("foreign"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python3 runs");
+    println!("{}", stdout(&o));
+    assert!(
+        o.status.success() && stdout(&o).contains("python smoke passed"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+}
