@@ -2,7 +2,7 @@
 //! FAST run it.
 
 use super::abi::{encode_tensor_map, Geometry, TensorMapArg, TensorMapSpec};
-use super::launch::{launch, timed, CombineArgs, FwdArgs, LaunchGraph};
+use super::launch::{launch, timed, CombineArgs, FwdArgs, L2Flush, LaunchGraph};
 use super::rig::{Rig, Slots, Workspace};
 use super::verifier::Verifier;
 use super::{driver, Spare, ENTRY_COMBINE, ENTRY_FWD};
@@ -37,6 +37,7 @@ pub struct LoadedKernel {
     maps: Option<SlotMaps>,
     rig: Option<Rig>,
     graph: Option<LaunchGraph>,
+    flush: Option<L2Flush>,
     /// The device's kept timing slots: taken when prepared, given back when dropped.
     spare: Spare,
     verifier: Option<Arc<Verifier>>,
@@ -83,6 +84,7 @@ impl LoadedKernel {
             maps: None,
             rig: None,
             graph: None,
+            flush: None,
             spare,
             verifier,
             verified: false,
@@ -175,7 +177,7 @@ impl LoadedKernel {
         let g = self.geometry;
         (
             LaunchConfig {
-                grid_dim: (p.q_len.div_ceil(g.block_m), p.batch * p.heads, g.split_kv),
+                grid_dim: g.fwd_grid(p),
                 block_dim: (g.threads, 1, 1),
                 shared_mem_bytes: g.smem_bytes,
             },
@@ -381,6 +383,17 @@ impl AttentionKernel for LoadedKernel {
                 self.repoint(plan.draws)?;
                 let graph = self.graph.as_ref().expect("captured above");
                 timed(&self.ctx, &self.stream, || graph.launch())?
+            }
+            TimingMethod::ColdL2 => {
+                let mut flush = match self.flush.take() {
+                    Some(f) => f,
+                    None => L2Flush::new(&self.ctx, &self.stream)?,
+                };
+                let ms = flush.time_each(&self.ctx, &self.stream, plan.draws.len(), |i| {
+                    self.launch(&plan.draws[i])
+                });
+                self.flush = Some(flush);
+                ms?
             }
         };
         self.rig_mut()?.finish_repeat(plan.keep)?;

@@ -49,8 +49,24 @@ pub const ENTRY_COMBINE: &str = "evo_attention_combine";
 pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
 /// A kernel that loads through the copy engine exports this (kernels/ABI.md, "Tensor maps").
 pub const TENSOR_MAPS_SYMBOL: &str = "evo_tensor_maps";
+/// A persistent kernel exports this: CTAs per SM (kernels/ABI.md, "Persistent kernels").
+pub const PERSISTENT_SYMBOL: &str = "evo_persistent";
 /// The hybrid baseline's softmax entry point.
 pub const ENTRY_SOFTMAX: &str = "evo_softmax_rows";
+
+/// `EVO_PERSISTENT_GRID=N` caps every persistent kernel's grid at N CTAs instead of the
+/// SMs times its CTAs per SM: the ABI lets a persistent kernel be launched with any grid,
+/// and a small one makes small problems (GREEN's, the sanitizers') loop over several
+/// tiles per CTA, the path large problems take.
+pub const PERSISTENT_GRID_ENV: &str = "EVO_PERSISTENT_GRID";
+
+fn persistent_grid_override() -> Option<u32> {
+    std::env::var(PERSISTENT_GRID_ENV)
+        .ok()?
+        .parse()
+        .ok()
+        .filter(|&n: &u32| n > 0)
+}
 
 fn driver(during: impl Into<String>) -> impl FnOnce(DriverError) -> GateError {
     let during = during.into();
@@ -70,6 +86,7 @@ pub struct Device {
     name: String,
     compute_capability: (i32, i32),
     max_smem_optin: u32,
+    sm_count: u32,
     spare: Spare,
     /// The input generator and fp32 reference every kernel on this device is checked
     /// with ([`Device::install_verifier`]); GREEN's large cases and FAST need it.
@@ -117,12 +134,18 @@ impl Device {
                 cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             )
             .map_err(driver("reading the shared-memory limit"))? as u32;
+        let sm_count = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(driver("reading the SM count"))? as u32;
         Ok(Device {
             ctx,
             stream,
             name,
             compute_capability,
             max_smem_optin,
+            sm_count,
             spare: Spare::default(),
             verifier: std::sync::OnceLock::new(),
         })
@@ -202,7 +225,7 @@ impl Device {
             .chunks_exact(4)
             .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
-        let geometry =
+        let mut geometry =
             Geometry::from_ints(&ints).map_err(|m| GateError::Abi(format!("{name}: {m}")))?;
         geometry
             .check(self.max_smem_optin)
@@ -212,39 +235,18 @@ impl Device {
         } else {
             None
         };
-        // Only a module whose symbol table names `evo_tensor_maps` is asked for it: a
-        // failed look-up is a driver error that compute-sanitizer counts against the run.
-        let declares_maps = cubin
-            .windows(TENSOR_MAPS_SYMBOL.len())
-            .any(|w| w == TENSOR_MAPS_SYMBOL.as_bytes());
-        let lookup = if declares_maps {
-            module.get_global(TENSOR_MAPS_SYMBOL, &self.stream).ok()
-        } else {
-            None
-        };
-        let tensor_maps = match lookup {
+        let tensor_maps = match self.declared_ints(&module, cubin, name, TENSOR_MAPS_SYMBOL, 4)? {
             None => None,
-            Some(symbol) => {
-                let raw: Vec<u8> = self
-                    .stream
-                    .clone_dtoh(&symbol)
-                    .map_err(driver(format!("reading {TENSOR_MAPS_SYMBOL} of {name}")))?;
-                if raw.len() < 16 {
-                    return Err(GateError::Abi(format!(
-                        "{name}: `{TENSOR_MAPS_SYMBOL}` is {} bytes, expected int[4] (16 bytes)",
-                        raw.len()
-                    )));
-                }
-                let ints: Vec<i32> = raw[..16]
-                    .chunks_exact(4)
-                    .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect();
-                Some(
-                    TensorMapSpec::from_ints(&ints)
-                        .map_err(|m| GateError::Abi(format!("{name}: {m}")))?,
-                )
-            }
+            Some(ints) => Some(
+                TensorMapSpec::from_ints(&ints)
+                    .map_err(|m| GateError::Abi(format!("{name}: {m}")))?,
+            ),
         };
+        if let Some(ints) = self.declared_ints(&module, cubin, name, PERSISTENT_SYMBOL, 1)? {
+            let per_sm =
+                abi::persistent_ctas(&ints).map_err(|m| GateError::Abi(format!("{name}: {m}")))?;
+            geometry.persistent_grid = persistent_grid_override().unwrap_or(per_sm * self.sm_count);
+        }
         if geometry.smem_bytes > 48 * 1024 {
             fwd.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -266,6 +268,42 @@ impl Device {
             tensor_maps,
             self.spare.clone(),
             self.verifier.get().cloned(),
+        ))
+    }
+
+    /// The first `n` ints of an optional ABI symbol, None when the module does not
+    /// declare it. Only a module whose symbol table names it is asked for it: a failed
+    /// look-up is a driver error that compute-sanitizer counts against the run.
+    fn declared_ints(
+        &self,
+        module: &Arc<CudaModule>,
+        cubin: &[u8],
+        name: &str,
+        symbol: &str,
+        n: usize,
+    ) -> Result<Option<Vec<i32>>, GateError> {
+        if !cubin.windows(symbol.len()).any(|w| w == symbol.as_bytes()) {
+            return Ok(None);
+        }
+        let Ok(global) = module.get_global(symbol, &self.stream) else {
+            return Ok(None);
+        };
+        let raw: Vec<u8> = self
+            .stream
+            .clone_dtoh(&global)
+            .map_err(driver(format!("reading {symbol} of {name}")))?;
+        if raw.len() < 4 * n {
+            return Err(GateError::Abi(format!(
+                "{name}: `{symbol}` is {} bytes, expected int[{n}] ({} bytes)",
+                raw.len(),
+                4 * n
+            )));
+        }
+        Ok(Some(
+            raw[..4 * n]
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
         ))
     }
 
