@@ -112,10 +112,12 @@ constexpr int kQFrags = kHoldQ ? kD / 16 : 1;  // k16 steps held (1 = unused pla
 
 static_assert(kD == 64 || kD == 128, "EVO_HEAD_DIM must be 64 or 128");
 static_assert(kBM == 16 || kBM == 32 || kBM == 64 || kBM == 128, "EVO_BLOCK_M must be 16, 32, 64 or 128");
-static_assert(kBN == 16 || kBN == 32 || kBN == 64 || kBN == 128, "EVO_BLOCK_N must be 16, 32, 64 or 128");
+static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
+              "EVO_BLOCK_N must be a multiple of 16 up to 256 (16-column MMA and WMMA steps)");
 static_assert(kWarps == 1 || kWarps == 2 || kWarps == 4 || kWarps == 8, "EVO_WARPS must be 1, 2, 4 or 8");
 static_assert(kProducers >= 0 && kProducers <= 2, "EVO_PRODUCER_WARPS must be 0, 1 or 2");
 static_assert(kStages >= 1 && kStages <= 4, "EVO_STAGES must be 1..4");
+static_assert(!EVO_EXP_FMA || EVO_EXP2, "EVO_EXP_FMA computes exp2: it needs EVO_EXP2");
 static_assert(kVec == 4 || kVec == 8 || kVec == 16, "EVO_VEC_BYTES must be 4, 8 or 16");
 static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4 || kSplit == 8, "EVO_SPLIT_KV must be 1, 2, 4 or 8");
 static_assert(EVO_MIN_BLOCKS >= 1 && EVO_MIN_BLOCKS <= 4, "EVO_MIN_BLOCKS must be 1..4");
@@ -198,6 +200,18 @@ __device__ __forceinline__ float softmax_exp(float x) {
 #else
   return __expf(x);
 #endif
+}
+// 2^x on the FMA pipe (EVO_EXP_FMA, with EVO_EXP2): n = round(x) by adding 1.5 * 2^23,
+// 2^(x - n) by a degree-3 polynomial on [-0.5, 0.5] (relative error 1.8e-4), n into the
+// exponent bits; every other score takes it, so MUFU (16 per clock per SM) does half.
+__device__ __forceinline__ float softmax_exp_fma(float x) {
+  const float t = x + 12582912.0f, f = x - (t - 12582912.0f);
+  const float p = fmaf(fmaf(fmaf(0.0546022821f, f, 0.2419248f), f, 0.6933166125f), f, 1.0f);
+  return x < -126.0f ? 0.0f : __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+}
+// The score exponential of column `j`.
+__device__ __forceinline__ float score_exp(float x, int j) {
+  return EVO_EXP_FMA && (j & 1) ? softmax_exp_fma(x) : softmax_exp(x);
 }
 __device__ __forceinline__ float score_scale(float scale) {
 #if EVO_EXP2
@@ -504,7 +518,7 @@ __device__ __forceinline__ void softmax_smem(const float* sS, elem_t* sP, float*
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
-      const float p = softmax_exp(fmaf(v[k], sl, -m_use));  // one FFMA per score
+      const float p = score_exp(fmaf(v[k], sl, -m_use), k);  // one FFMA per score
       if (c < kBN) sP[r * kPPitch + c] = from_float(p);
       sum += p;
     }
@@ -756,7 +770,7 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const unsigned (&qf)
       for (int nt = 0; nt < kBN / 8; ++nt) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float p = softmax_exp(fmaf(sacc[s][nt][2 * h + e], sl, -m_use));
+          const float p = score_exp(fmaf(sacc[s][nt][2 * h + e], sl, -m_use), e);
           sacc[s][nt][2 * h + e] = p;
           sum += p;
         }

@@ -14,7 +14,11 @@
 //     P stays in registers and is the A operand of O += P V (the accumulator of
 //     an m64nN wgmma has mma.sync's C layout per warp, so S's registers, paired
 //     and converted to 16 bits, are exactly P's A fragments); O in registers;
-//   * setmaxnreg moves registers from the producer to the consumers.
+//   * setmaxnreg moves registers from the producer to the consumers;
+//   * optionally (EVO_PERSISTENT) a persistent grid: one CTA per SM loops over the
+//     (query block, head, split) tiles, in order for non-causal problems and
+//     longest first for causal ones; the producer loads the next tile's Q and K/V
+//     while the consumers finish the current tile, whose O has its own staging.
 //
 // Sections, in the order the data flows:
 //   1. configuration     macros -> constexpr, checks, the shared-memory plan
@@ -22,7 +26,8 @@
 //   3. wgmma             descriptors and the generated m64nNk16 wrappers
 //   4. the producer      Q once, then K and V tile by tile into the stage ring
 //   5. the consumers     S = Q K^T, online softmax, O += P V, epilogue
-//   6. the kernels       evo_attention_fwd, evo_attention_combine
+//   6. the scheduler     which tile a CTA computes, and its K/V range
+//   7. the kernels       evo_attention_fwd, evo_attention_combine
 //
 // The launch contract is kernels/ABI.md's, plus its "tensor maps" section when
 // EVO_KV_LOAD is 2 (TMA). NVRTC only: no std headers.
@@ -56,6 +61,7 @@ constexpr int kStages = EVO_STAGES;
 constexpr int kSplit = EVO_SPLIT_KV;
 constexpr int kCpAsync = 1, kTma = 2;  // EVO_KV_LOAD (0: plain loads)
 constexpr int kLoad = EVO_KV_LOAD;
+constexpr bool kPersistent = EVO_PERSISTENT != 0;
 
 // Producer / consumer registers under setmaxnreg (0: no reallocation). At launch every
 // thread holds kLaunchRegs (the launch bounds' share of the 64K register file, rounded
@@ -74,9 +80,11 @@ static_assert(kProducerRegs == 0 || kProducerRegs + kWgs * kConsumerRegs <= kLau
               "setmaxnreg: the consumers would wait for registers the producer never frees");
 
 static_assert(kD == 64 || kD == 128, "EVO_HEAD_DIM must be 64 or 128");
-static_assert(kBN == 16 || kBN == 32 || kBN == 64 || kBN == 128, "EVO_BLOCK_N must be 16, 32, 64 or 128");
+static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
+              "EVO_BLOCK_N must be a multiple of 16 up to 256 (wgmma N <= 256, P V in k16 steps)");
 static_assert(kWgs >= 1 && kWgs <= 3, "EVO_CONSUMER_WGS must be 1, 2 or 3");
 static_assert(kStages >= 1 && kStages <= 4, "EVO_STAGES must be 1..4");
+static_assert(!EVO_EXP_FMA || EVO_EXP2, "EVO_EXP_FMA computes exp2: it needs EVO_EXP2");
 static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4 || kSplit == 8, "EVO_SPLIT_KV must be 1, 2, 4 or 8");
 static_assert(kLoad >= 0 && kLoad <= 2, "EVO_KV_LOAD must be 0 (direct), 1 (cp.async) or 2 (TMA)");
 static_assert(EVO_PINGPONG == 0 || kWgs >= 2,
@@ -91,11 +99,13 @@ static_assert(kProducerRegs == 0 || kProducerRegs == 24 || kProducerRegs == 32 |
 constexpr int kRowBytes = 128;
 constexpr int kColBlocks = kD / 64;
 constexpr int kQBytes = kBM * kD * 2;
+constexpr int kOBytes = kPersistent ? kQBytes : 0;  // O's staging (else it reuses Q's rows)
 constexpr int kTileBytes = kBN * kD * 2;           // one K or one V stage
-constexpr int kBarrierBytes = 256;                  // (1 + 4 * stages) mbarriers, 8 bytes each
+constexpr int kBarrierBytes = 256;                  // (2 + 4 * stages) mbarriers, 8 bytes each
 constexpr int kAlignSlack = 1024;                   // the dynamic base is aligned up to 1024
-constexpr int kSmemTotal = kAlignSlack + kQBytes + 2 * kStages * kTileBytes + kBarrierBytes;
-static_assert((1 + 4 * kStages) * 8 <= kBarrierBytes, "barrier area too small");
+constexpr int kSmemTotal =
+    kAlignSlack + kQBytes + kOBytes + 2 * kStages * kTileBytes + kBarrierBytes;
+static_assert((2 + 4 * kStages) * 8 <= kBarrierBytes, "barrier area too small");
 static_assert(kColBlocks * 64 == kD, "tiles are stored as 64-column blocks");
 static_assert(kSmemTotal == EVO_SMEM_BYTES,
               "shared-memory plan differs from the host's (evo_genome::SmemPlan, Hopper family)");
@@ -106,6 +116,12 @@ static_assert(kSmemTotal == EVO_SMEM_BYTES,
 // combine rows per block, combine threads per block.
 extern "C" __constant__ int evo_geometry[6] = {evo::kBM, evo::kThreads, EVO_SMEM_BYTES,
                                                evo::kSplit, 4, 128};
+
+#if EVO_PERSISTENT
+// A persistent kernel (kernels/ABI.md, "Persistent kernels"): the host launches
+// min(tiles, SMs x this) CTAs in x, and the kernel loops over the tiles.
+extern "C" __constant__ int evo_persistent[1] = {1};
+#endif
 
 #if EVO_KV_LOAD == 2
 // The tensor maps the host must build (kernels/ABI.md, "Tensor maps"): rows of the Q box,
@@ -236,14 +252,6 @@ template <> __device__ __forceinline__ void wgmma_ss<16>(float (&d)[8], uint64_t
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
       : "l"(a), "l"(b), "r"(acc));
 }
-template <> __device__ __forceinline__ void wgmma_rs<16>(float (&d)[8], const uint32_t (&a)[4], uint64_t b, int acc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
-      "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
-}
 template <> __device__ __forceinline__ void wgmma_ss<32>(float (&d)[16], uint64_t a, uint64_t b, int acc) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
@@ -252,13 +260,13 @@ template <> __device__ __forceinline__ void wgmma_ss<32>(float (&d)[16], uint64_
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
       : "l"(a), "l"(b), "r"(acc));
 }
-template <> __device__ __forceinline__ void wgmma_rs<32>(float (&d)[16], const uint32_t (&a)[4], uint64_t b, int acc) {
+template <> __device__ __forceinline__ void wgmma_ss<48>(float (&d)[24], uint64_t a, uint64_t b, int acc) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "l"(a), "l"(b), "r"(acc));
 }
 template <> __device__ __forceinline__ void wgmma_ss<64>(float (&d)[32], uint64_t a, uint64_t b, int acc) {
   asm volatile(
@@ -268,13 +276,29 @@ template <> __device__ __forceinline__ void wgmma_ss<64>(float (&d)[32], uint64_
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(a), "l"(b), "r"(acc));
 }
-template <> __device__ __forceinline__ void wgmma_rs<64>(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int acc) {
+template <> __device__ __forceinline__ void wgmma_ss<80>(float (&d)[40], uint64_t a, uint64_t b, int acc) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n80k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<96>(float (&d)[48], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<112>(float (&d)[56], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n112k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, %56, %57, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+      : "l"(a), "l"(b), "r"(acc));
 }
 template <> __device__ __forceinline__ void wgmma_ss<128>(float (&d)[64], uint64_t a, uint64_t b, int acc) {
   asm volatile(
@@ -283,6 +307,78 @@ template <> __device__ __forceinline__ void wgmma_ss<128>(float (&d)[64], uint64
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<144>(float (&d)[72], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %74, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, %72, %73, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<160>(float (&d)[80], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, %80, %81, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<176>(float (&d)[88], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<192>(float (&d)[96], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<208>(float (&d)[104], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %106, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n208k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, %104, %105, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<224>(float (&d)[112], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %114, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n224k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, %112, %113, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<240>(float (&d)[120], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %122, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n240k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, %120, %121, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_ss<256>(float (&d)[128], uint64_t a, uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(a), "l"(b), "r"(acc));
+}
+template <> __device__ __forceinline__ void wgmma_rs<64>(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
 }
 template <> __device__ __forceinline__ void wgmma_rs<128>(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int acc) {
   asm volatile(
@@ -331,16 +427,19 @@ __device__ __forceinline__ void copies_landed(uint32_t bar) {
 }
 
 struct Smem {
-  uint32_t q, k0, v0, bars;
+  uint32_t q, o, k0, v0, bars;
   __device__ uint32_t k(int s) const { return k0 + s * kTileBytes; }
   __device__ uint32_t v(int s) const { return v0 + s * kTileBytes; }
   __device__ uint32_t q_full() const { return bars; }
-  __device__ uint32_t k_full(int s) const { return bars + 8 * (1 + s); }
-  __device__ uint32_t v_full(int s) const { return bars + 8 * (1 + kStages + s); }
+  // Q is released once the tile's last S = Q K^T has completed: a persistent CTA's
+  // producer then loads the next tile's Q.
+  __device__ uint32_t q_empty() const { return bars + 8; }
+  __device__ uint32_t k_full(int s) const { return bars + 8 * (2 + s); }
+  __device__ uint32_t v_full(int s) const { return bars + 8 * (2 + kStages + s); }
   // K and V of a stage are released separately: K once S = Q K^T has completed, V
   // once O += P V has, so the producer refills K while P V still reads V.
-  __device__ uint32_t k_empty(int s) const { return bars + 8 * (1 + 2 * kStages + s); }
-  __device__ uint32_t v_empty(int s) const { return bars + 8 * (1 + 3 * kStages + s); }
+  __device__ uint32_t k_empty(int s) const { return bars + 8 * (2 + 2 * kStages + s); }
+  __device__ uint32_t v_empty(int s) const { return bars + 8 * (2 + 3 * kStages + s); }
 };
 
 // ============================================================ 5. the consumers
@@ -383,10 +482,28 @@ __device__ __forceinline__ void issue_pv(float (&o)[kD / 2], uint32_t (&p)[kBN /
 }
 
 #if EVO_EXP2
-#define EVO_EXPF exp2f
+// One MUFU.EX2: exp2f without fast-math wraps it in denormal scaling, and flushing
+// p < 2^-126 to zero is harmless for softmax (ex2(-inf) = +0).
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#define EVO_EXPF ex2
 #else
 #define EVO_EXPF expf
 #endif
+
+// 2^x on the FMA pipe (EVO_EXP_FMA): n = round(x) by the 1.5 * 2^23 trick, 2^(x - n)
+// by a degree-3 polynomial on [-0.5, 0.5] (relative error 1.8e-4, under P's 16-bit
+// rounding), n added to the exponent bits. The MUFU unit does 16 exponentials per
+// clock per SM, as many as the tensor cores need at D64; half of them here runs beside.
+__device__ __forceinline__ float ex2_fma(float x) {
+  const float t = x + 12582912.0f, f = x - (t - 12582912.0f);
+  const float p = fmaf(fmaf(fmaf(0.0546022821f, f, 0.2419248f), f, 0.6933166125f), f, 1.0f);
+  const float y = __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
+  return x < -126.0f ? 0.0f : y;
+}
 
 // Masks keys past Lk and, for causal, keys after the row (only tiles that reach past
 // Lk or cross the warpgroup's diagonal need it); then the online softmax of the
@@ -426,7 +543,8 @@ __device__ __forceinline__ void softmax(Consumer& c, float (&sc)[kBN / 2], int n
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float& x = sc[4 * j + 2 * i + e];
-        x = EVO_EXPF(fmaf(x, c.score_scale, -m_use));
+        x = EVO_EXP_FMA && e == 1 ? ex2_fma(fmaf(x, c.score_scale, -m_use))
+                                  : EVO_EXPF(fmaf(x, c.score_scale, -m_use));
         sum += x;
       }
     c.l[i] = c.l[i] * alpha[i] + sum;
@@ -479,7 +597,64 @@ struct Turns {
   }
 };
 
-// ============================================================ 6. the kernels (part 1)
+// ============================================================ 6. the scheduler
+
+// One unit of work: a query block of one head, over one split of the keys.
+struct Work {
+  int m_block, bh, split;
+};
+
+// Which tile a CTA computes. Without EVO_PERSISTENT each CTA computes the tile of its
+// block index (kernels/ABI.md's grid). A persistent CTA takes tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ...: non-causal in order, query blocks of a head side by
+// side (their CTAs read the same K and V at about the same time, from L2); causal
+// longest first (the last query blocks see the most keys), so the short tiles fill
+// the end instead of the long ones trailing it.
+struct Schedule {
+  int m_blocks, bhs, causal;
+  __device__ int tiles() const { return m_blocks * bhs * kSplit; }
+  __device__ Work at(int t) const {
+    Work w;
+    if (causal) {
+      const int per_block = bhs * kSplit;
+      w.m_block = m_blocks - 1 - t / per_block;
+      w.bh = (t % per_block) % bhs;
+      w.split = (t % per_block) / bhs;
+    } else {
+      w.m_block = t % m_blocks;
+      w.bh = (t / m_blocks) % bhs;
+      w.split = t / m_blocks / bhs;
+    }
+    return w;
+  }
+  __device__ Work of_block() const {
+    // Causal blocks further down see more keys: launch them first, so the short ones
+    // fill the last wave instead of the long ones trailing it.
+    return Work{causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x, (int)blockIdx.y,
+                (int)blockIdx.z};
+  }
+  // The tiles this CTA computes: t = first, first + stride, ... while t < count.
+  __device__ int first() const { return kPersistent ? blockIdx.x : 0; }
+  __device__ int stride() const { return kPersistent ? gridDim.x : 1; }
+  __device__ int count() const { return kPersistent ? tiles() : 1; }
+  __device__ Work work(int t) const { return kPersistent ? at(t) : of_block(); }
+};
+
+// The split's KV tiles (kernels/ABI.md: contiguous chunks by tile index), clipped by
+// the causal diagonal of the block's last row. It may be empty.
+struct KvRange {
+  int begin, count;
+};
+__device__ __forceinline__ KvRange kv_range(const Work& w, int Lk, int causal) {
+  const int n_total = (Lk + kBN - 1) / kBN;
+  const int per_split = (n_total + kSplit - 1) / kSplit;
+  const int begin = w.split * per_split;
+  int end = min(n_total, begin + per_split);
+  if (causal) end = min(end, (min(Lk, w.m_block * kBM + kBM) + kBN - 1) / kBN);
+  return KvRange{begin, max(0, end - begin)};
+}
+
+// ============================================================ 7. the kernels (part 1)
 
 }  // namespace evo
 
@@ -503,29 +678,18 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   const uint32_t base = (raw + 1023) & ~1023u;
   Smem sm;
   sm.q = base;
-  sm.k0 = base + kQBytes;
+  sm.o = kPersistent ? base + kQBytes : base;
+  sm.k0 = base + kQBytes + kOBytes;
   sm.v0 = sm.k0 + kStages * kTileBytes;
   sm.bars = sm.v0 + kStages * kTileBytes;
-
-  // Causal blocks further down see more keys: launch them first, so the short ones
-  // fill the last wave instead of the long ones trailing it.
-  const int m_block = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int m0 = m_block * kBM;
-  const int bh = blockIdx.y;
-  // The split's KV tiles (kernels/ABI.md: contiguous chunks by tile index), clipped
-  // by the causal diagonal of the block's last row. It may be empty.
-  const int n_total = (Lk + kBN - 1) / kBN;
-  const int per_split = (n_total + kSplit - 1) / kSplit;
-  const int t_begin = blockIdx.z * per_split;
-  int t_end = min(n_total, t_begin + per_split);
-  if (causal) t_end = min(t_end, (min(Lk, m0 + kBM) + kBN - 1) / kBN);
-  const int n_tiles = max(0, t_end - t_begin);
+  const Schedule sched{(Lq + kBM - 1) / kBM, B * H, causal};
 
   // One arrival per filling thread (TMA: one thread plus the transaction bytes);
-  // `k_empty` / `v_empty` count one arrival per consumer warp.
+  // the `_empty` barriers count one arrival per consumer warp.
   constexpr uint32_t kFillers = kLoad == kTma ? 1 : 128;
   if (threadIdx.x == 0) {
     mbar_init(sm.q_full(), kFillers);
+    mbar_init(sm.q_empty(), kWgs * 4);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(sm.k_full(s), kFillers);
       mbar_init(sm.v_full(s), kFillers);
@@ -540,37 +704,54 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   if (wg == 0) {
     // ---------------------------------------------------------------- producer
     if (kProducerRegs) setmaxnreg_dec<kProducerRegs ? kProducerRegs : 24>();
+    // `kv` counts the K/V tiles this CTA has loaded over all its tiles: the ring's
+    // stage and phase continue from one tile to the next. `k` counts its tiles: Q's
+    // phase. A fresh barrier is in phase 0, so the first waits on the empties return.
 #if EVO_KV_LOAD == 2
     if (threadIdx.x == 0) {
-      mbar_expect_tx(sm.q_full(), kQBytes);
-      for (int b = 0; b < kColBlocks; ++b)
-        tma_load(sm.q + b * kBM * kRowBytes, &tm_q, sm.q_full(), b * 64, m0, bh);
-      for (int it = 0; it < n_tiles; ++it) {
-        const int s = it % kStages;
-        const int n0 = (t_begin + it) * kBN;
-        mbar_wait(sm.k_empty(s), ((it / kStages) & 1) ^ 1);
-        mbar_expect_tx(sm.k_full(s), kTileBytes);
+      int kv = 0;
+      for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
+        const Work w = sched.work(t);
+        const KvRange r = kv_range(w, Lk, causal);
+        mbar_wait(sm.q_empty(), (k & 1) ^ 1);
+        mbar_expect_tx(sm.q_full(), kQBytes);
         for (int b = 0; b < kColBlocks; ++b)
-          tma_load(sm.k(s) + b * kBN * kRowBytes, &tm_k, sm.k_full(s), b * 64, n0, bh);
-        mbar_wait(sm.v_empty(s), ((it / kStages) & 1) ^ 1);
-        mbar_expect_tx(sm.v_full(s), kTileBytes);
-        for (int b = 0; b < kColBlocks; ++b)
-          tma_load(sm.v(s) + b * kBN * kRowBytes, &tm_v, sm.v_full(s), b * 64, n0, bh);
+          tma_load(sm.q + b * kBM * kRowBytes, &tm_q, sm.q_full(), b * 64, w.m_block * kBM, w.bh);
+        for (int it = 0; it < r.count; ++it, ++kv) {
+          const int s = kv % kStages;
+          const uint32_t free_parity = ((kv / kStages) & 1) ^ 1;
+          const int n0 = (r.begin + it) * kBN;
+          mbar_wait(sm.k_empty(s), free_parity);
+          mbar_expect_tx(sm.k_full(s), kTileBytes);
+          for (int b = 0; b < kColBlocks; ++b)
+            tma_load(sm.k(s) + b * kBN * kRowBytes, &tm_k, sm.k_full(s), b * 64, n0, w.bh);
+          mbar_wait(sm.v_empty(s), free_parity);
+          mbar_expect_tx(sm.v_full(s), kTileBytes);
+          for (int b = 0; b < kColBlocks; ++b)
+            tma_load(sm.v(s) + b * kBN * kRowBytes, &tm_v, sm.v_full(s), b * 64, n0, w.bh);
+        }
       }
     }
 #else
-    const size_t q_head = (size_t)bh * Lq * kD, kv_head = (size_t)bh * Lk * kD;
-    copy_tile<kBM>(sm.q, Q + q_head, m0, Lq);
-    copies_landed(sm.q_full());
-    for (int it = 0; it < n_tiles; ++it) {
-      const int s = it % kStages;
-      const int n0 = (t_begin + it) * kBN;
-      mbar_wait(sm.k_empty(s), ((it / kStages) & 1) ^ 1);
-      copy_tile<kBN>(sm.k(s), K + kv_head, n0, Lk);
-      copies_landed(sm.k_full(s));
-      mbar_wait(sm.v_empty(s), ((it / kStages) & 1) ^ 1);
-      copy_tile<kBN>(sm.v(s), V + kv_head, n0, Lk);
-      copies_landed(sm.v_full(s));
+    int kv = 0;
+    for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
+      const Work w = sched.work(t);
+      const KvRange r = kv_range(w, Lk, causal);
+      const size_t q_head = (size_t)w.bh * Lq * kD, kv_head = (size_t)w.bh * Lk * kD;
+      mbar_wait(sm.q_empty(), (k & 1) ^ 1);
+      copy_tile<kBM>(sm.q, Q + q_head, w.m_block * kBM, Lq);
+      copies_landed(sm.q_full());
+      for (int it = 0; it < r.count; ++it, ++kv) {
+        const int s = kv % kStages;
+        const uint32_t free_parity = ((kv / kStages) & 1) ^ 1;
+        const int n0 = (r.begin + it) * kBN;
+        mbar_wait(sm.k_empty(s), free_parity);
+        copy_tile<kBN>(sm.k(s), K + kv_head, n0, Lk);
+        copies_landed(sm.k_full(s));
+        mbar_wait(sm.v_empty(s), free_parity);
+        copy_tile<kBN>(sm.v(s), V + kv_head, n0, Lk);
+        copies_landed(sm.v_full(s));
+      }
     }
 #endif
     return;
@@ -583,11 +764,6 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   const int tid = threadIdx.x % 128, warp = tid / 32;
   c.lane = tid % 32;
   c.quad = c.lane % 4;
-  c.wg_row0 = m0 + c.cw * 64;
-  c.row[0] = c.wg_row0 + warp * 16 + c.lane / 4;
-  c.row[1] = c.row[0] + 8;
-  c.m[0] = c.m[1] = neg_inf();
-  c.l[0] = c.l[1] = 0.0f;
 #if EVO_EXP2
   c.score_scale = scale * 1.4426950408889634f;  // scores in log2 units
 #else
@@ -599,188 +775,213 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   const int* row = c.row;
   float* m = c.m;
   float* l = c.l;
+  const uint32_t q_wg = sm.q + c.cw * 64 * kRowBytes;
 
   // Accumulators in wgmma's layout: value 4j + 2i + e is row row[i], column 8j + 2 quad + e.
   float o[kD / 2];
-#pragma unroll
-  for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
   float sc[kBN / 2];
   uint32_t p[kBN / 16][4];
   float alpha[2];
 
-  mbar_wait(sm.q_full(), 0);
-  const uint32_t q_wg = sm.q + c.cw * 64 * kRowBytes;
-  auto stage_of = [&](int it) { return it % kStages; };
-  auto parity_of = [&](int it) { return (uint32_t)((it / kStages) & 1); };
-  // This warp is done with tile it's K (or V): one arrival per warp.
-  auto release_k = [&](int it) {
-    __syncwarp();
-    if (lane == 0) mbar_arrive(sm.k_empty(stage_of(it)));
-  };
-  auto release_v = [&](int it) {
-    __syncwarp();
-    if (lane == 0) mbar_arrive(sm.v_empty(stage_of(it)));
-  };
+  int kv = 0;  // K/V tiles consumed by this CTA so far: the ring's position
+  for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
+    const Work w = sched.work(t);
+    const KvRange r = kv_range(w, Lk, causal);
+    const int n_tiles = r.count, t_begin = r.begin;
+    const int m0 = w.m_block * kBM, bh = w.bh;
+    c.wg_row0 = m0 + c.cw * 64;
+    c.row[0] = c.wg_row0 + warp * 16 + c.lane / 4;
+    c.row[1] = c.row[0] + 8;
+    c.m[0] = c.m[1] = neg_inf();
+    c.l[0] = c.l[1] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+
+    mbar_wait(sm.q_full(), k & 1);
+    auto stage_of = [&](int it) { return (kv + it) % kStages; };
+    auto parity_of = [&](int it) { return (uint32_t)(((kv + it) / kStages) & 1); };
+    // This warp is done with Q (after the tile's last S = Q K^T), or with tile it's K
+    // (or V): one arrival per warp.
+    auto release_q = [&]() {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(sm.q_empty());
+    };
+    auto release_k = [&](int it) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(sm.k_empty(stage_of(it)));
+      if (it == n_tiles - 1) release_q();
+    };
+    auto release_v = [&](int it) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(sm.v_empty(stage_of(it)));
+    };
+    if (n_tiles == 0) release_q();
 
 #if EVO_OVERLAP
-  // Intra-warpgroup overlap (FlashAttention-3): tile j+1's S = Q K^T is issued before
-  // tile j's O += P V, and its softmax runs while P V is on the tensor cores.
-  Turns turns{c.cw, n_tiles > 0 ? n_tiles + 1 : 0, 0};
-  turns.open();
-  if (n_tiles > 0) {
-    mbar_wait(sm.k_full(0), 0);
-    turns.begin();
-    issue_qk(sc, q_wg, sm.k(0));
-    turns.end();
-    wgmma_wait<0>();
+    // Intra-warpgroup overlap (FlashAttention-3): tile j+1's S = Q K^T is issued before
+    // tile j's O += P V, and its softmax runs while P V is on the tensor cores.
+    Turns turns{c.cw, n_tiles > 0 ? n_tiles + 1 : 0, 0};
+    turns.open();
+    if (n_tiles > 0) {
+      mbar_wait(sm.k_full(stage_of(0)), parity_of(0));
+      turns.begin();
+      issue_qk(sc, q_wg, sm.k(stage_of(0)));
+      turns.end();
+      wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
-    release_k(0);
-    softmax(c, sc, t_begin * kBN, alpha);
-    to_p(sc, p);
-  }
-  for (int it = 1; it < n_tiles; ++it) {
-    const int n0 = (t_begin + it) * kBN;
-    mbar_wait(sm.k_full(stage_of(it)), parity_of(it));
-    turns.begin();
-    issue_qk(sc, q_wg, sm.k(stage_of(it)));
-    rescale(o, alpha);
-    mbar_wait(sm.v_full(stage_of(it - 1)), parity_of(it - 1));
-    issue_pv(o, p, sm.v(stage_of(it - 1)));
-    turns.end();
-    wgmma_wait<1>();
+      for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+      release_k(0);
+      softmax(c, sc, t_begin * kBN, alpha);
+      to_p(sc, p);
+    }
+    for (int it = 1; it < n_tiles; ++it) {
+      const int n0 = (t_begin + it) * kBN;
+      mbar_wait(sm.k_full(stage_of(it)), parity_of(it));
+      turns.begin();
+      issue_qk(sc, q_wg, sm.k(stage_of(it)));
+      rescale(o, alpha);
+      mbar_wait(sm.v_full(stage_of(it - 1)), parity_of(it - 1));
+      issue_pv(o, p, sm.v(stage_of(it - 1)));
+      turns.end();
+      wgmma_wait<1>();
 #pragma unroll
-    for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
-    release_k(it);
-    softmax(c, sc, n0, alpha);
-    wgmma_wait<0>();
+      for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+      release_k(it);
+      softmax(c, sc, n0, alpha);
+      wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+      for (int i = 0; i < kD / 2; ++i) keep(o[i]);
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk)
+      for (int kk = 0; kk < kBN / 16; ++kk)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) keep(p[kk][r]);
-    release_v(it - 1);
-    to_p(sc, p);
-  }
-  if (n_tiles > 0) {
-    const int last = n_tiles - 1;
-    rescale(o, alpha);
-    mbar_wait(sm.v_full(stage_of(last)), parity_of(last));
-    turns.begin();
-    issue_pv(o, p, sm.v(stage_of(last)));
-    turns.end();
-    wgmma_wait<0>();
+        for (int r4 = 0; r4 < 4; ++r4) keep(p[kk][r4]);
+      release_v(it - 1);
+      to_p(sc, p);
+    }
+    if (n_tiles > 0) {
+      const int last = n_tiles - 1;
+      rescale(o, alpha);
+      mbar_wait(sm.v_full(stage_of(last)), parity_of(last));
+      turns.begin();
+      issue_pv(o, p, sm.v(stage_of(last)));
+      turns.end();
+      wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+      for (int i = 0; i < kD / 2; ++i) keep(o[i]);
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk)
+      for (int kk = 0; kk < kBN / 16; ++kk)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) keep(p[kk][r]);
-    release_v(last);
-  }
+        for (int r4 = 0; r4 < 4; ++r4) keep(p[kk][r4]);
+      release_v(last);
+    }
 #else
-  // One tile at a time: S = Q K^T, wait, softmax, O += P V, wait.
-  Turns turns{c.cw, 2 * n_tiles, 0};
-  turns.open();
-  for (int it = 0; it < n_tiles; ++it) {
-    const int n0 = (t_begin + it) * kBN;
-    mbar_wait(sm.k_full(stage_of(it)), parity_of(it));
-    turns.begin();
-    issue_qk(sc, q_wg, sm.k(stage_of(it)));
-    turns.end();
-    wgmma_wait<0>();
+    // One tile at a time: S = Q K^T, wait, softmax, O += P V, wait.
+    Turns turns{c.cw, 2 * n_tiles, 0};
+    turns.open();
+    for (int it = 0; it < n_tiles; ++it) {
+      const int n0 = (t_begin + it) * kBN;
+      mbar_wait(sm.k_full(stage_of(it)), parity_of(it));
+      turns.begin();
+      issue_qk(sc, q_wg, sm.k(stage_of(it)));
+      turns.end();
+      wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
-    release_k(it);
-    softmax(c, sc, n0, alpha);
-    rescale(o, alpha);
-    to_p(sc, p);
-    mbar_wait(sm.v_full(stage_of(it)), parity_of(it));
-    turns.begin();
-    issue_pv(o, p, sm.v(stage_of(it)));
-    turns.end();
-    wgmma_wait<0>();
+      for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+      release_k(it);
+      softmax(c, sc, n0, alpha);
+      rescale(o, alpha);
+      to_p(sc, p);
+      mbar_wait(sm.v_full(stage_of(it)), parity_of(it));
+      turns.begin();
+      issue_pv(o, p, sm.v(stage_of(it)));
+      turns.end();
+      wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+      for (int i = 0; i < kD / 2; ++i) keep(o[i]);
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk)
+      for (int kk = 0; kk < kBN / 16; ++kk)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) keep(p[kk][r]);
-    release_v(it);
-  }
+        for (int r4 = 0; r4 < 4; ++r4) keep(p[kk][r4]);
+      release_v(it);
+    }
 #endif
+    kv += n_tiles;
 
-  // ------------------------------------------------------------------ epilogue
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffff, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffff, l[i], 2);
-  }
-  if (kSplit > 1) {
-    // The split's share: o / l (fp32) and the natural-log lse into the workspace.
-    const size_t BH = (size_t)B * H;
+    // ---------------------------------------------------------------- epilogue
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int r = row[i];
-      if (r >= Lq) continue;
-      const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
-      const size_t slot = ((size_t)blockIdx.z * BH + bh) * Lq + r;
-      float* out = ws_o + slot * kD;
+      l[i] += __shfl_xor_sync(0xffffffff, l[i], 1);
+      l[i] += __shfl_xor_sync(0xffffffff, l[i], 2);
+    }
+    if (kSplit > 1) {
+      // The split's share: o / l (fp32) and the natural-log lse into the workspace.
+      const size_t BH = (size_t)B * H;
 #pragma unroll
-      for (int j = 0; j < kD / 8; ++j)
-        *reinterpret_cast<float2*>(out + 8 * j + 2 * quad) =
-            make_float2(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
-      if (quad == 0) {
+      for (int i = 0; i < 2; ++i) {
+        const int rr = row[i];
+        if (rr >= Lq) continue;
+        const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+        const size_t slot = ((size_t)w.split * BH + bh) * Lq + rr;
+        float* out = ws_o + slot * kD;
+#pragma unroll
+        for (int j = 0; j < kD / 8; ++j)
+          *reinterpret_cast<float2*>(out + 8 * j + 2 * quad) =
+              make_float2(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+        if (quad == 0) {
 #if EVO_EXP2
-        const float lse = m[i] * 0.6931471805599453f + logf(l[i]);
+          const float lse = m[i] * 0.6931471805599453f + logf(l[i]);
 #else
-        const float lse = m[i] + logf(l[i]);
+          const float lse = m[i] + logf(l[i]);
 #endif
-        ws_lse[slot] = l[i] > 0.0f ? lse : neg_inf();
+          ws_lse[slot] = l[i] > 0.0f ? lse : neg_inf();
+        }
       }
-    }
-  } else {
-    // O through shared memory, so the global stores are whole 16-byte chunks of a row
-    // (the accumulator layout would store 4 bytes per lane, 16 bytes per row segment).
-    // The warpgroup's Q rows are free now (its last S = Q K^T has completed) and have
-    // exactly O's size; they keep the 128-byte swizzle, which also makes these stores
-    // conflict-free (the 8 rows of a warp's store fall in 8 different 16-byte slots).
-    fence_async_proxy();
-    const uint32_t o_wg = sm.q + c.cw * 64 * kRowBytes;
+    } else {
+      // O through shared memory, so the global stores are whole 16-byte chunks of a row
+      // (the accumulator layout would store 4 bytes per lane, 16 bytes per row segment).
+      // Without EVO_PERSISTENT the staging is the warpgroup's Q rows, free now (its last
+      // S = Q K^T has completed) and of O's size; a persistent CTA stages O apart, since
+      // the next tile's Q may be landing. Both keep the 128-byte swizzle, which also
+      // makes these stores conflict-free (a warp's 8 rows fall in 8 different 16-byte
+      // slots).
+      fence_async_proxy();
+      const uint32_t o_wg = sm.o + c.cw * 64 * kRowBytes;
+      // A persistent warpgroup's threads may still be reading the last tile's O.
+      if (kPersistent) asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int lr = row[i] - c.wg_row0;
-      const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+      for (int i = 0; i < 2; ++i) {
+        const int lr = row[i] - c.wg_row0;
+        const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
 #pragma unroll
-      for (int j = 0; j < kD / 8; ++j) {
-        const int col = 8 * j + 2 * quad;
-        const uint32_t at = o_wg + (col / 64) * kBM * kRowBytes + lr * kRowBytes +
-                            ((((col % 64) / 8) ^ (lr % 8)) * 16) + (col % 8) * 2;
-        const uint32_t v = pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
-        asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
+        for (int j = 0; j < kD / 8; ++j) {
+          const int col = 8 * j + 2 * quad;
+          const uint32_t at = o_wg + (col / 64) * kBM * kRowBytes + lr * kRowBytes +
+                              ((((col % 64) / 8) ^ (lr % 8)) * 16) + (col % 8) * 2;
+          const uint32_t v = pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+          asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
+        }
       }
-    }
-    asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");  // this warpgroup only
-    constexpr int kChunks = 64 * kD / 8;
+      asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");  // this warpgroup only
+      constexpr int kChunks = 64 * kD / 8;
 #pragma unroll 4
-    for (int ch = tid; ch < kChunks; ch += 128) {
-      const int lr = ch / (kD / 8), chunk = ch % (kD / 8);
-      const int r = c.wg_row0 + lr;
-      if (r >= Lq) continue;
-      const uint32_t at = o_wg + (chunk / 8) * kBM * kRowBytes + lr * kRowBytes +
-                          (((chunk % 8) ^ (lr % 8)) * 16);
-      uint4 v;
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "r"(at)
-                   : "memory");
-      *reinterpret_cast<uint4*>(O + ((size_t)bh * Lq + r) * kD + chunk * 8) = v;
+      for (int ch = tid; ch < kChunks; ch += 128) {
+        const int lr = ch / (kD / 8), chunk = ch % (kD / 8);
+        const int rr = c.wg_row0 + lr;
+        if (rr >= Lq) continue;
+        const uint32_t at = o_wg + (chunk / 8) * kBM * kRowBytes + lr * kRowBytes +
+                            (((chunk % 8) ^ (lr % 8)) * 16);
+        uint4 v;
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "r"(at)
+                     : "memory");
+        *reinterpret_cast<uint4*>(O + ((size_t)bh * Lq + rr) * kD + chunk * 8) = v;
+      }
     }
   }
 }
 
-// ============================================================ 6. the kernels (part 2)
+// ============================================================ 7. the kernels (part 2)
 
 // The split-KV combine (kernels/ABI.md): one warp per row, 4 rows per block.
 extern "C" __global__ void __launch_bounds__(128)

@@ -6,17 +6,20 @@ reference on the same inputs (tolerance calibration).
 Usage:
   sdpa_baseline.py --shapes '[{"batch":1,"heads":8,"q_len":512,"kv_len":512,
                                "head_dim":64,"dtype":"f16","causal":false}]'
-                   [--seed N] [--q-gain G] [--backends cudnn,flash,efficient]
+                   [--seed N] [--q-gain G] [--backends cudnn,flash,efficient] [--cold-l2]
 
 Prints notes on stderr and one JSON array on the last line of stdout, one object per
 (shape, backend): backend, problem, device, median_us, min_us, max_us, tflops,
-rel_frob, max_abs, error (null unless the backend refused the shape).
+rel_frob, max_abs, error (null unless the backend refused the shape), timing ("graph";
+with --cold-l2 each backend also gets a "cold-l2" row).
 
 Timing (as crates/gates/src/fast.rs): warm-up 25 ms; N calls captured in one CUDA
 graph, N chosen so a replay lasts >= 1 ms; 20 replays, each between two events;
 median/min/max per call. When one input set (Q, K, V, O) is under L2 (50 MB) the
 captured calls rotate among ceil(2 * 50 MB / set bytes) sets (at most 64), so the
 inputs are not L2-resident. TFLOP/s = 4*B*H*Lq*Lk*D / t, halved for causal.
+Cold L2 (--cold-l2, as FAST's cold-l2 method): 20 single calls, each between two events
+after zeroing a buffer twice the L2's size; median/min/max.
 """
 import argparse
 import json
@@ -103,6 +106,28 @@ def time_graph(fn, calls_hint=None):
     return median, per_call[0], per_call[-1]
 
 
+def time_cold(fn, reps=20):
+    """Per-call µs of single calls, each after L2 has been overwritten."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size or L2_BYTES
+    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    for _ in range(3):
+        fn(0)
+    per_call = []
+    for _ in range(reps):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(0)
+        end.record()
+        end.synchronize()
+        per_call.append(start.elapsed_time(end) * 1e3)
+    del flush
+    per_call.sort()
+    n = len(per_call)
+    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
+    return median, per_call[0], per_call[-1]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", required=True, help="JSON list of evo Problem objects")
@@ -110,6 +135,7 @@ def main():
     ap.add_argument("--q-gain", type=float, default=1.0, help="multiply Q (large-logit cases)")
     ap.add_argument("--backends", default="cudnn,flash,efficient")
     ap.add_argument("--no-timing", action="store_true", help="errors only (calibration)")
+    ap.add_argument("--cold-l2", action="store_true", help="also time single calls on a cold L2")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch sees no CUDA device", file=sys.stderr)
@@ -128,7 +154,8 @@ def main():
         for name in args.backends.split(","):
             row = {"backend": name, "problem": p, "device": device, "median_us": None,
                    "min_us": None, "max_us": None, "tflops": None, "rel_frob": None,
-                   "max_abs": None, "error": None}
+                   "max_abs": None, "error": None, "timing": "graph"}
+            cold = dict(row, timing="cold-l2")
             try:
                 with sdpa_kernel([BACKENDS[name]]):
                     out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -143,12 +170,19 @@ def main():
                         fn = lambda i: F.scaled_dot_product_attention(*sets[i % len(sets)], is_causal=causal)
                         med, lo, hi = time_graph(fn)
                         row.update(median_us=med, min_us=lo, max_us=hi, tflops=flops(p) / (med * 1e-6) / 1e12)
+                        if args.cold_l2:
+                            med, lo, hi = time_cold(fn)
+                            cold.update(median_us=med, min_us=lo, max_us=hi,
+                                        tflops=flops(p) / (med * 1e-6) / 1e12)
                         del sets, fn
             except Exception as e:  # a backend that refuses a shape (e.g. flash and some dtypes)
                 row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             print(f"sdpa {name} {p}: {row['median_us']} us, rel_frob {row['rel_frob']}, "
                   f"error {row['error']}", file=sys.stderr)
             results.append(row)
+            if args.cold_l2:
+                cold.update(rel_frob=row["rel_frob"], max_abs=row["max_abs"], error=row["error"])
+                results.append(cold)
         del q, k, v, ref
         torch.cuda.empty_cache()
     print(json.dumps(results, allow_nan=False))

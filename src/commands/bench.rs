@@ -13,6 +13,7 @@ use evo_gates::compile::{compile_all, cublas_hybrid, load_family, variants_for};
 use evo_gates::evaluate::time_and_recheck;
 use evo_gates::green::{run_green_cached, GreenCache, GreenOptions};
 use evo_gates::report::{bench_table, green_table, Row};
+use evo_gates::suite::Case;
 use evo_gates::{AttentionKernel, Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
 use evo_genome::{Dtype, Problem};
 use std::path::PathBuf;
@@ -49,14 +50,24 @@ pub struct BenchArgs {
     /// file) into dispatch.toml and the champions' headers.
     #[arg(long, requires = "champions")]
     pub record: bool,
+    /// Also time every kernel and SDPA backend on a cold L2 (each launch alone, after a
+    /// write over twice the L2's size), in rows named "... (cold L2)".
+    #[arg(long)]
+    pub cold_l2: bool,
 }
 
-/// GREEN (quick suite), then FAST on each problem the kernel supports (`runs[i]`), with
-/// a re-check after timing. The problem's index in the suite keys its inputs, so every
+/// The name of a kernel's cold-L2 rows.
+fn cold_name(name: &str) -> String {
+    format!("{name} (cold L2)")
+}
+
+/// GREEN (`cases`: the quick suite's cases the kernel was built for), then FAST on each
+/// problem the kernel supports (`runs[i]`), with a re-check after timing. The problem's index in the suite keys its inputs, so every
 /// kernel is timed on the same data.
 #[allow(clippy::too_many_arguments)]
 fn gate_and_time(
     kernel: &mut dyn AttentionKernel,
+    cases: &[Case],
     id: Option<&str>,
     device: &str,
     problems: &[Problem],
@@ -64,12 +75,12 @@ fn gate_and_time(
     seed: u64,
     cache: &mut GreenCache,
     rows: &mut Vec<Row>,
+    cold_l2: bool,
 ) -> anyhow::Result<()> {
     let name = kernel.name().to_string();
-    let cases = GreenSuite::Quick.cases();
     let green = run_green_cached(
         kernel,
-        &cases,
+        cases,
         GreenOptions {
             seed,
             stop_at_first_failure: true,
@@ -116,6 +127,28 @@ fn gate_and_time(
             checked: Some(checked),
             ..Row::timed(&name, id, device, &timing)
         });
+        if cold_l2 {
+            let cold = EvalOptions {
+                fast: FastOptions {
+                    cold_l2: true,
+                    ..eval.fast
+                },
+                ..eval
+            };
+            let (timing, check, checked) = time_and_recheck(kernel, p, &cold)?;
+            let cold = cold_name(&name);
+            if let Some(f) = check.failure {
+                let why = format!("re-check after cold-L2 timing: {f}");
+                eprintln!("{cold} {p}: {why}");
+                rows.push(Row::not_run(&cold, id, device, p, "fail", why));
+                continue;
+            }
+            eprintln!("{cold} {p}: {:.2} µs", timing.median_us);
+            rows.push(Row {
+                checked: Some(checked),
+                ..Row::timed(&cold, id, device, &timing)
+            });
+        }
     }
     Ok(())
 }
@@ -197,6 +230,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             );
         }
         let mut family = load_family(&device, source.name(), variants)?;
+        // A genome invalid at one head dim (shared memory, registers) is checked and
+        // timed at the others.
+        let cases: Vec<Case> = GreenSuite::Quick
+            .cases()
+            .into_iter()
+            .filter(|c| family.supports(&c.problem))
+            .collect();
         let runs: Vec<bool> = problems
             .iter()
             .enumerate()
@@ -204,6 +244,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             .collect();
         gate_and_time(
             &mut family,
+            &cases,
             id.as_deref(),
             &dev,
             &problems,
@@ -211,12 +252,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             args.seed,
             &mut cache,
             &mut rows,
+            args.cold_l2,
         )?;
     }
     {
         let mut hybrid = cublas_hybrid(&tc, &device, target)?;
         gate_and_time(
             &mut hybrid,
+            &GreenSuite::Quick.cases(),
             None,
             &dev,
             &problems,
@@ -224,11 +267,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             args.seed,
             &mut cache,
             &mut rows,
+            args.cold_l2,
         )?;
     }
     drop(device);
 
     let mut baselines = vec!["cublas-hybrid".to_string()];
+    if args.cold_l2 {
+        baselines.push(cold_name("cublas-hybrid"));
+    }
     if args.no_sdpa {
         eprintln!("SDPA baselines skipped (--no-sdpa)");
     } else if !torch_available() {
@@ -237,12 +284,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         );
     } else {
         // A broken torch install must not cost the table of everything else.
-        let sdpa = run_sdpa(&args.sdpa_script, &problems, args.seed).unwrap_or_else(|e| {
+        let sdpa = run_sdpa(&args.sdpa_script, &problems, args.seed, args.cold_l2).unwrap_or_else(|e| {
             eprintln!("SDPA baselines failed, left out of the table: {e}");
             Vec::new()
         });
         for r in sdpa {
-            let kernel = format!("sdpa-{}", r.backend);
+            let kernel = match r.timing.as_str() {
+                "cold-l2" => cold_name(&format!("sdpa-{}", r.backend)),
+                _ => format!("sdpa-{}", r.backend),
+            };
             if !baselines.contains(&kernel) {
                 baselines.push(kernel.clone());
             }
@@ -258,7 +308,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             row.tflops = r.tflops;
             row.rel_frob = r.rel_frob;
             row.max_abs = r.max_abs;
-            row.method = r.median_us.map(|_| "graph".to_string());
+            row.method = r.median_us.map(|_| r.timing.clone());
             rows.push(row);
         }
     }

@@ -71,7 +71,7 @@ pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
     if g.family == Family::Hopper {
         return hopper_defines(g, head_dim, dtype);
     }
-    let list: [(&str, u32); 19] = [
+    let list: [(&str, u32); 20] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", flag(dtype == Dtype::Bf16)),
         ("EVO_QK_MATH", math(g.qk_math)),
@@ -86,7 +86,8 @@ pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_STAGES", g.stages.get()),
         ("EVO_SMEM_LAYOUT", layout(g.smem_layout)),
         ("EVO_VEC_BYTES", g.vec_bytes.get()),
-        ("EVO_EXP2", flag(g.exp == ExpFn::Exp2)),
+        ("EVO_EXP2", flag(g.exp != ExpFn::Exp)),
+        ("EVO_EXP_FMA", flag(g.exp == ExpFn::Exp2Fma)),
         ("EVO_SPLIT_KV", g.split_kv.get()),
         ("EVO_MIN_BLOCKS", g.min_blocks.get()),
         ("EVO_MAX_REGS", g.reg_cap.get()),
@@ -107,18 +108,20 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         HopperLoad::CpAsync => 1,
         HopperLoad::Tma => 2,
     };
-    let list: [(&str, u32); 12] = [
+    let list: [(&str, u32); 14] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
         ("EVO_BLOCK_N", g.block_n.get()),
         ("EVO_CONSUMER_WGS", g.consumer_wgs.get()),
         ("EVO_STAGES", g.stages.get()),
         ("EVO_KV_LOAD", load),
-        ("EVO_EXP2", u32::from(g.exp == ExpFn::Exp2)),
+        ("EVO_EXP2", u32::from(g.exp != ExpFn::Exp)),
+        ("EVO_EXP_FMA", u32::from(g.exp == ExpFn::Exp2Fma)),
         ("EVO_SPLIT_KV", g.split_kv.get()),
         ("EVO_PRODUCER_REGS", g.producer_regs.get()),
         ("EVO_PINGPONG", u32::from(g.pingpong == Switch::On)),
         ("EVO_OVERLAP", u32::from(g.softmax_overlap == Switch::On)),
+        ("EVO_PERSISTENT", u32::from(g.persistent == Switch::On)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(

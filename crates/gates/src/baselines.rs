@@ -83,6 +83,14 @@ pub struct SdpaResult {
     pub max_abs: Option<f64>,
     #[serde(default)]
     pub error: Option<String>,
+    /// `graph` (replays of captured calls), or `cold-l2` (single calls after L2 was
+    /// overwritten); absent in the output of older scripts, which timed graphs only.
+    #[serde(default = "graph_timing")]
+    pub timing: String,
+}
+
+fn graph_timing() -> String {
+    "graph".into()
 }
 
 /// True when `python3 -c 'import torch'` succeeds.
@@ -98,15 +106,18 @@ pub fn torch_available() -> bool {
 }
 
 /// Runs `script` (scripts/sdpa_baseline.py) on `problems`, returns its results.
+/// With `cold_l2` every backend is also timed on a cold L2 (rows with `timing` "cold-l2").
 pub fn run_sdpa(
     script: &Path,
     problems: &[Problem],
     seed: u64,
+    cold_l2: bool,
 ) -> Result<Vec<SdpaResult>, GateError> {
     let shapes = serde_json::to_string(problems).map_err(|e| GateError::Sdpa(e.to_string()))?;
     let out = Command::new("python3")
         .arg(script)
         .args(["--shapes", &shapes, "--seed", &seed.to_string()])
+        .args(cold_l2.then_some("--cold-l2"))
         .output()
         .map_err(|error| GateError::Io {
             path: script.display().to_string(),

@@ -57,6 +57,9 @@ pub struct FastOptions {
     /// real run): drawn from the OS for each FAST, so nothing a kernel can know ahead
     /// predicts its inputs; it is recorded with the timing. Tests fix it.
     pub nonce: Option<u64>,
+    /// Time every launch alone on a cold L2 ([`TimingMethod::ColdL2`]) instead of
+    /// back to back: the figure beside the usual one where a library is compared.
+    pub cold_l2: bool,
 }
 
 impl Default for FastOptions {
@@ -67,6 +70,7 @@ impl Default for FastOptions {
             graph_below_us: 200.0,
             budget_ms: 4000.0,
             nonce: None,
+            cold_l2: false,
         }
     }
 }
@@ -248,7 +252,9 @@ pub fn time_problem(
     let warm_us = spent / warm as f64 * 1e3 / sets as f64;
     let mut method = TimingMethod::Events;
     let mut repeat_ms = spent / warm as f64;
-    if warm_us < options.graph_below_us.max(1000.0) {
+    if options.cold_l2 {
+        method = TimingMethod::ColdL2;
+    } else if warm_us < options.graph_below_us.max(1000.0) {
         let graphed = run(kernel, &mut planner, false, TimingMethod::Graph)
             .and_then(|_| run(kernel, &mut planner, false, TimingMethod::Graph));
         warm += 2;

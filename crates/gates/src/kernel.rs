@@ -19,6 +19,9 @@ pub enum TimingMethod {
     /// The launches captured once in a CUDA graph, the graph replayed between two events
     /// (no host launch gaps: what small shapes need).
     Graph,
+    /// Each launch alone between two events, after a write over twice the L2's size:
+    /// nothing it reads is in L2 when it starts (how a layer runs after other layers).
+    ColdL2,
 }
 
 impl TimingMethod {
@@ -26,6 +29,7 @@ impl TimingMethod {
         match self {
             TimingMethod::Events => "events",
             TimingMethod::Graph => "graph",
+            TimingMethod::ColdL2 => "cold-l2",
         }
     }
 }

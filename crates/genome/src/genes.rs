@@ -134,12 +134,27 @@ categorical! {
         Exp => "exp",
         /// `exp2f` with `scale * log2(e)` folded into one FFMA per score.
         Exp2 => "exp2",
+        /// `exp2` as above, every other score's exponential by a degree-3 polynomial on
+        /// the FMA pipe (the MUFU unit does 16 per clock per SM: at D64 as many as the
+        /// tensor cores need).
+        Exp2Fma => "exp2_fma",
     }
 }
 
 numeric! {
-    /// Query rows per CTA, or K/V rows per tile.
+    /// Query rows per CTA (Ampere).
     Tile { T16 => 16, T32 => 32, T64 => 64, T128 => 128 }
+}
+
+numeric! {
+    /// K/V rows per tile: any multiple of 16 up to 256 (a wgmma's N is a multiple of 8 up
+    /// to 256, and P·V takes the tile in k16 steps; FlashAttention-3 picks 80, 112, 144,
+    /// 176 and 192 for some head dims). The budgets in the rules decide what fits.
+    BlockN {
+        N16 => 16, N32 => 32, N48 => 48, N64 => 64, N80 => 80, N96 => 96, N112 => 112,
+        N128 => 128, N144 => 144, N160 => 160, N176 => 176, N192 => 192, N208 => 208,
+        N224 => 224, N240 => 240, N256 => 256
+    }
 }
 
 numeric! {
@@ -237,7 +252,7 @@ pub struct Genome {
     pub p_path: Residence,
     pub o_accum: Residence,
     pub block_m: Tile,
-    pub block_n: Tile,
+    pub block_n: BlockN,
     pub warps: Warps,
     pub producer_warps: ProducerWarps,
     pub kv_load: KvLoad,
@@ -272,6 +287,11 @@ pub struct Genome {
     /// while P·V is on the tensor cores.
     #[serde(default, skip_serializing_if = "is_default")]
     pub softmax_overlap: Switch,
+    /// Hopper: a persistent grid (one CTA per SM) whose CTAs loop over the (query block,
+    /// head, split) tiles; the producer loads the next tile's Q and K/V while the
+    /// consumers finish the current one, and O is staged in its own shared memory.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub persistent: Switch,
 }
 
 // The gene macros own the enum's derives; its default is the value a file written
@@ -292,7 +312,7 @@ struct RawGenome {
     p_path: Option<Residence>,
     o_accum: Option<Residence>,
     block_m: Option<Tile>,
-    block_n: Option<Tile>,
+    block_n: Option<BlockN>,
     warps: Option<Warps>,
     producer_warps: Option<ProducerWarps>,
     kv_load: Option<KvLoad>,
@@ -315,6 +335,8 @@ struct RawGenome {
     pingpong: Switch,
     #[serde(default)]
     softmax_overlap: Switch,
+    #[serde(default)]
+    persistent: Switch,
 }
 
 #[derive(Deserialize)]
@@ -398,6 +420,7 @@ impl TryFrom<RawGenome> for Genome {
             producer_regs: r.producer_regs.0,
             pingpong: r.pingpong,
             softmax_overlap: r.softmax_overlap,
+            persistent: r.persistent,
         })
     }
 }
@@ -532,10 +555,11 @@ pub enum Gene {
     ProducerRegs,
     Pingpong,
     SoftmaxOverlap,
+    Persistent,
 }
 
 /// Number of genes.
-pub const GENES: usize = 22;
+pub const GENES: usize = 23;
 
 impl Gene {
     /// All genes in canonical order.
@@ -562,6 +586,7 @@ impl Gene {
         Gene::ProducerRegs,
         Gene::Pingpong,
         Gene::SoftmaxOverlap,
+        Gene::Persistent,
     ];
 
     /// The field name used in TOML and reports.
@@ -589,6 +614,7 @@ impl Gene {
             Gene::ProducerRegs => "producer_regs",
             Gene::Pingpong => "pingpong",
             Gene::SoftmaxOverlap => "softmax_overlap",
+            Gene::Persistent => "persistent",
         }
     }
 
@@ -612,6 +638,7 @@ impl Gene {
                 | Gene::HopperLoad
                 | Gene::Pingpong
                 | Gene::SoftmaxOverlap
+                | Gene::Persistent
         )
     }
 
@@ -627,7 +654,8 @@ impl Gene {
             | Gene::HopperLoad
             | Gene::ProducerRegs
             | Gene::Pingpong
-            | Gene::SoftmaxOverlap => family == Family::Hopper,
+            | Gene::SoftmaxOverlap
+            | Gene::Persistent => family == Family::Hopper,
             _ => family == Family::Ampere,
         }
     }
@@ -645,7 +673,8 @@ impl Gene {
         match self {
             Gene::QkMath | Gene::PvMath => labels(Math::ALL),
             Gene::PPath | Gene::OAccum => labels(Residence::ALL),
-            Gene::BlockM | Gene::BlockN => labels(Tile::ALL),
+            Gene::BlockM => labels(Tile::ALL),
+            Gene::BlockN => labels(BlockN::ALL),
             Gene::Warps => labels(Warps::ALL),
             Gene::ProducerWarps => labels(ProducerWarps::ALL),
             Gene::KvLoad => labels(KvLoad::ALL),
@@ -672,7 +701,7 @@ impl Gene {
                     c => c.to_string(),
                 })
                 .collect(),
-            Gene::Pingpong | Gene::SoftmaxOverlap => labels(Switch::ALL),
+            Gene::Pingpong | Gene::SoftmaxOverlap | Gene::Persistent => labels(Switch::ALL),
         }
     }
 }
@@ -698,7 +727,7 @@ impl Genome {
             Gene::PPath => index_of(Residence::ALL, &self.p_path),
             Gene::OAccum => index_of(Residence::ALL, &self.o_accum),
             Gene::BlockM => index_of(Tile::ALL, &self.block_m),
-            Gene::BlockN => index_of(Tile::ALL, &self.block_n),
+            Gene::BlockN => index_of(BlockN::ALL, &self.block_n),
             Gene::Warps => index_of(Warps::ALL, &self.warps),
             Gene::ProducerWarps => index_of(ProducerWarps::ALL, &self.producer_warps),
             Gene::KvLoad => index_of(KvLoad::ALL, &self.kv_load),
@@ -715,6 +744,7 @@ impl Genome {
             Gene::ProducerRegs => index_of(ProducerRegs::ALL, &self.producer_regs),
             Gene::Pingpong => index_of(Switch::ALL, &self.pingpong),
             Gene::SoftmaxOverlap => index_of(Switch::ALL, &self.softmax_overlap),
+            Gene::Persistent => index_of(Switch::ALL, &self.persistent),
         }
     }
 
@@ -730,7 +760,7 @@ impl Genome {
             Gene::PPath => g.p_path = Residence::ALL[index],
             Gene::OAccum => g.o_accum = Residence::ALL[index],
             Gene::BlockM => g.block_m = Tile::ALL[index],
-            Gene::BlockN => g.block_n = Tile::ALL[index],
+            Gene::BlockN => g.block_n = BlockN::ALL[index],
             Gene::Warps => g.warps = Warps::ALL[index],
             Gene::ProducerWarps => g.producer_warps = ProducerWarps::ALL[index],
             Gene::KvLoad => g.kv_load = KvLoad::ALL[index],
@@ -747,6 +777,7 @@ impl Genome {
             Gene::ProducerRegs => g.producer_regs = ProducerRegs::ALL[index],
             Gene::Pingpong => g.pingpong = Switch::ALL[index],
             Gene::SoftmaxOverlap => g.softmax_overlap = Switch::ALL[index],
+            Gene::Persistent => g.persistent = Switch::ALL[index],
         }
         g
     }
@@ -834,7 +865,7 @@ impl Genome {
             p_path: Residence::Smem,
             o_accum: Residence::Smem,
             block_m: Tile::T32,
-            block_n: Tile::T32,
+            block_n: BlockN::N32,
             warps: Warps::W4,
             producer_warps: ProducerWarps::P0,
             kv_load: KvLoad::Direct,
@@ -851,6 +882,7 @@ impl Genome {
             producer_regs: ProducerRegs::None,
             pingpong: Switch::Off,
             softmax_overlap: Switch::Off,
+            persistent: Switch::Off,
         }
     }
 }

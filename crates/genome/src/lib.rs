@@ -16,7 +16,7 @@ pub mod target;
 
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
-    ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, ProducerRegs,
+    BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, ProducerRegs,
     ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps,
     GENES,
 };
@@ -50,7 +50,14 @@ impl Genome {
         let mut hasher = blake3::Hasher::new();
         hasher.update(b"evo-genome-v1\n");
         for gene in self.genes() {
-            if gene == Gene::Family && self.family == Family::Ampere {
+            // A gene added after genomes were recorded is hashed only away from the value
+            // those records imply, so every recorded id stays the same kernel's id.
+            let implied = match gene {
+                Gene::Family => self.family == Family::Ampere,
+                Gene::Persistent => self.persistent == Switch::Off,
+                _ => false,
+            };
+            if implied {
                 continue;
             }
             hasher.update(gene.name().as_bytes());

@@ -147,12 +147,15 @@ impl SmemPlan {
         let d = head_dim.get();
         if g.family == Family::Hopper {
             let tile = g.block_n.get() * d * 2;
+            let q = g.rows_per_cta() * d * 2;
             return SmemPlan {
-                q: g.rows_per_cta() * d * 2,
+                q,
                 kv: g.stages.get() * 2 * tile,
                 s_p: 0,
                 stats: HOPPER_ALIGN_SLACK + HOPPER_BARRIERS,
-                o: 0,
+                // A persistent CTA stages O apart from Q, so the next tile's Q can land
+                // while this tile's O is stored; otherwise O reuses Q's rows.
+                o: if g.persistent == Switch::On { q } else { 0 },
             };
         }
         let bm = g.block_m.get();
@@ -197,8 +200,14 @@ pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
     let d = head_dim.get();
     if g.family == Family::Hopper {
         // One m64nN wgmma accumulator is N/2 floats per thread: O (N = D) and S (N = BN);
-        // P, S converted to 16 bits, is BN/4 registers, live next to them.
-        return d / 2 + g.block_n.get() / 2 + g.block_n.get() / 4;
+        // P, S converted to 16 bits, is BN/4 registers. With the softmax overlap tile
+        // j's P is live while tile j+1's S is computed; without it S is dead once P is
+        // made, and the two share registers.
+        let p = match g.softmax_overlap {
+            Switch::On => g.block_n.get() / 4,
+            Switch::Off => 0,
+        };
+        return d / 2 + g.block_n.get() / 2 + p;
     }
     let bm = g.block_m.get();
     let bn = g.block_n.get();
@@ -324,13 +333,13 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                      warpgroups has with producer_regs = {}",
                     head_dim.get() / 2,
                     g.block_n.get() / 2,
-                    g.block_n.get() / 4,
+                    regs - head_dim.get() / 2 - g.block_n.get() / 2,
                     g.block_n,
                     g.consumer_wgs,
                     g.allele_label(crate::genes::Gene::ProducerRegs)
                 ),
                 fix: "set producer_regs (setmaxnreg gives the consumers the producer's \
-                      registers), or lower block_n or consumer_wgs"
+                      registers), lower block_n or consumer_wgs, or set softmax_overlap = \"off\""
                     .into(),
             });
         }
@@ -365,7 +374,7 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                 target.smem_per_block()
             ),
             fix: if g.family == Family::Hopper {
-                "lower stages, block_n or consumer_wgs".into()
+                "lower stages, block_n or consumer_wgs, or set persistent = \"off\"".into()
             } else {
                 "lower stages, block_n or block_m, or move P (p_path) / O (o_accum) to \"regs\""
                     .into()

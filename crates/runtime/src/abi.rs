@@ -12,6 +12,8 @@ pub const ENTRY_COMBINE: &str = "evo_attention_combine";
 pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
 /// A kernel that loads through the copy engine exports this (kernels/ABI.md, "Tensor maps").
 pub const TENSOR_MAPS_SYMBOL: &str = "evo_tensor_maps";
+/// A persistent kernel exports this: CTAs per SM (kernels/ABI.md, "Persistent kernels").
+pub const PERSISTENT_SYMBOL: &str = "evo_persistent";
 
 /// The launch geometry a kernel module declares in `evo_geometry`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -22,6 +24,9 @@ pub struct Geometry {
     pub split_kv: u32,
     pub combine_rows: u32,
     pub combine_threads: u32,
+    /// A persistent kernel's grid cap (kernels/ABI.md, "Persistent kernels"): the SMs
+    /// times the CTAs per SM it declares in `evo_persistent`; 0 for the ABI's grid.
+    pub persistent_grid: u32,
 }
 
 impl Geometry {
@@ -47,7 +52,21 @@ impl Geometry {
             split_kv: v[3] as u32,
             combine_rows: v[4] as u32,
             combine_threads: v[5] as u32,
+            persistent_grid: 0,
         })
+    }
+
+    /// The forward kernel's grid for a problem: one CTA per (query block, head, split),
+    /// or for a persistent kernel as many as that or its cap, whichever is fewer, in x.
+    pub fn fwd_grid(&self, p: &Problem) -> (u32, u32, u32) {
+        let blocks = p.q_len.div_ceil(self.block_m);
+        let heads = p.batch * p.heads;
+        if self.persistent_grid > 0 {
+            let tiles = u64::from(blocks) * u64::from(heads) * u64::from(self.split_kv);
+            (tiles.min(u64::from(self.persistent_grid)) as u32, 1, 1)
+        } else {
+            (blocks, heads, self.split_kv)
+        }
     }
 
     /// Checks the geometry against the device limits.
@@ -79,6 +98,18 @@ impl Geometry {
             ));
         }
         Ok(())
+    }
+}
+
+/// CTAs per SM a persistent kernel asks for in `evo_persistent` (kernels/ABI.md),
+/// refusing counts no SM can hold.
+pub fn persistent_ctas(v: &[i32]) -> Result<u32, String> {
+    match v.first() {
+        Some(&n) if (1..=32).contains(&n) => Ok(n as u32),
+        other => Err(format!(
+            "{PERSISTENT_SYMBOL} asks for {other:?} CTAs per SM; declare \
+             `extern \"C\" __constant__ int {PERSISTENT_SYMBOL}[1] = {{n}};` with n in 1..=32"
+        )),
     }
 }
 

@@ -148,7 +148,7 @@ impl AttentionModule {
         let g = self.geometry();
         (
             LaunchConfig {
-                grid_dim: (p.q_len.div_ceil(g.block_m), p.batch * p.heads, g.split_kv),
+                grid_dim: g.fwd_grid(p),
                 block_dim: (g.threads, 1, 1),
                 shared_mem_bytes: g.smem_bytes,
             },

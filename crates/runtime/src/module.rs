@@ -2,7 +2,8 @@
 //! maps it declares (kernels/ABI.md), checked against the device before any launch.
 
 use crate::abi::{
-    Geometry, TensorMapSpec, ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL, TENSOR_MAPS_SYMBOL,
+    persistent_ctas, Geometry, TensorMapSpec, ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL,
+    PERSISTENT_SYMBOL, TENSOR_MAPS_SYMBOL,
 };
 use crate::error::{driver, RuntimeError};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
@@ -110,7 +111,7 @@ impl AttentionModule {
         let raw: Vec<u8> = stream
             .clone_dtoh(&symbol)
             .map_err(driver(format!("reading {GEOMETRY_SYMBOL} of {name}")))?;
-        let geometry = Geometry::from_ints(&ints(&raw[..24]))
+        let mut geometry = Geometry::from_ints(&ints(&raw[..24]))
             .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
         let max_smem_optin = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
@@ -124,35 +125,20 @@ impl AttentionModule {
         } else {
             None
         };
-        // Only a module whose symbol table names `evo_tensor_maps` is asked for it: a
-        // failed look-up is a driver error that compute-sanitizer counts against the run.
-        let declares_maps = image
-            .bytes()
-            .windows(TENSOR_MAPS_SYMBOL.len())
-            .any(|w| w == TENSOR_MAPS_SYMBOL.as_bytes());
-        let lookup = if declares_maps {
-            module.get_global(TENSOR_MAPS_SYMBOL, stream).ok()
-        } else {
-            None
-        };
-        let tensor_maps = match lookup {
+        let tensor_maps = match declared_ints(&module, stream, image, name, TENSOR_MAPS_SYMBOL, 4)? {
             None => None,
-            Some(symbol) => {
-                let raw: Vec<u8> = stream
-                    .clone_dtoh(&symbol)
-                    .map_err(driver(format!("reading {TENSOR_MAPS_SYMBOL} of {name}")))?;
-                if raw.len() < 16 {
-                    return Err(RuntimeError::Abi(format!(
-                        "{name}: `{TENSOR_MAPS_SYMBOL}` is {} bytes, expected int[4] (16 bytes)",
-                        raw.len()
-                    )));
-                }
-                Some(
-                    TensorMapSpec::from_ints(&ints(&raw[..16]))
-                        .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?,
-                )
-            }
+            Some(v) => Some(
+                TensorMapSpec::from_ints(&v)
+                    .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?,
+            ),
         };
+        if let Some(v) = declared_ints(&module, stream, image, name, PERSISTENT_SYMBOL, 1)? {
+            let per_sm = persistent_ctas(&v).map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
+            let sms = ctx
+                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_err(driver("reading the SM count"))? as u32;
+            geometry.persistent_grid = per_sm * sms;
+        }
         if geometry.smem_bytes > 48 * 1024 {
             fwd.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -181,6 +167,15 @@ impl AttentionModule {
         self.geometry
     }
 
+    /// Launches a persistent kernel on at most `ctas` CTAs (kernels/ABI.md allows any
+    /// grid; the gates use a small one to make small problems loop over tiles). No
+    /// effect on a kernel that is not persistent.
+    pub fn cap_persistent_grid(&mut self, ctas: u32) {
+        if self.geometry.persistent_grid > 0 && ctas > 0 {
+            self.geometry.persistent_grid = ctas;
+        }
+    }
+
     /// The tensor maps the kernel asks for, if it loads through the copy engine.
     pub fn tensor_map_spec(&self) -> Option<TensorMapSpec> {
         self.tensor_maps
@@ -195,4 +190,34 @@ impl AttentionModule {
     pub fn combine(&self) -> Option<&CudaFunction> {
         self.combine.as_ref()
     }
+}
+
+/// The first `n` ints of an optional ABI symbol, None when the module does not declare
+/// it. Only a module whose symbol table names it is asked for it: a failed look-up is a
+/// driver error that compute-sanitizer counts against the run.
+fn declared_ints(
+    module: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    image: &ModuleImage,
+    name: &str,
+    symbol: &str,
+    n: usize,
+) -> Result<Option<Vec<i32>>, RuntimeError> {
+    if !image.bytes().windows(symbol.len()).any(|w| w == symbol.as_bytes()) {
+        return Ok(None);
+    }
+    let Ok(global) = module.get_global(symbol, stream) else {
+        return Ok(None);
+    };
+    let raw: Vec<u8> = stream
+        .clone_dtoh(&global)
+        .map_err(driver(format!("reading {symbol} of {name}")))?;
+    if raw.len() < 4 * n {
+        return Err(RuntimeError::Abi(format!(
+            "{name}: `{symbol}` is {} bytes, expected int[{n}] ({} bytes)",
+            raw.len(),
+            4 * n
+        )));
+    }
+    Ok(Some(ints(&raw[..4 * n])))
 }

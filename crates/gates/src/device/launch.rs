@@ -12,7 +12,9 @@ use super::driver;
 use crate::error::GateError;
 use cudarc::driver::sys as cu;
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaStream, LaunchConfig};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, LaunchConfig,
+};
 use evo_runtime::Args;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -187,6 +189,43 @@ fn chain(graph: &CudaGraph) -> Result<Vec<cu::CUgraphNode>, GateError> {
             }
             d => return Err(not_a_chain(format!("a node with {d} dependents"))),
         }
+    }
+}
+
+/// What cold-L2 timing writes before each launch: a buffer twice the L2's size, so that
+/// nothing a launch reads is still in L2 when it starts.
+pub(crate) struct L2Flush(CudaSlice<u8>);
+
+impl L2Flush {
+    pub fn new(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>) -> Result<L2Flush, GateError> {
+        let l2 = ctx
+            .attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .map_err(driver("reading the L2 size"))?;
+        let bytes = 2 * (l2.max(1 << 20) as usize);
+        Ok(L2Flush(
+            stream
+                .alloc_zeros::<u8>(bytes)
+                .map_err(driver(format!("allocating {bytes} bytes to flush L2")))?,
+        ))
+    }
+
+    /// Each of `n` launches alone between two events, after the flush; the sum of
+    /// their times (ms).
+    pub fn time_each<F: FnMut(usize) -> Result<(), GateError>>(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        mut launch: F,
+    ) -> Result<f64, GateError> {
+        let mut total = 0.0;
+        for i in 0..n {
+            stream
+                .memset_zeros(&mut self.0)
+                .map_err(driver("flushing L2"))?;
+            total += timed(ctx, stream, || launch(i))?;
+        }
+        Ok(total)
     }
 }
 

@@ -2,7 +2,7 @@
 //! FAST run it: the runtime's module (`evo_runtime::AttentionModule`, which loads and
 //! launches it) on the gates' slots, workspace and graphs.
 
-use super::launch::{timed, LaunchGraph};
+use super::launch::{timed, L2Flush, LaunchGraph};
 use super::rig::{Rig, Slots, Workspace};
 use super::verifier::Verifier;
 use super::{driver, Spare};
@@ -35,6 +35,7 @@ pub struct LoadedKernel {
     maps: Option<SlotMaps>,
     rig: Option<Rig>,
     graph: Option<LaunchGraph>,
+    flush: Option<L2Flush>,
     /// The device's kept timing slots: taken when prepared, given back when dropped.
     spare: Spare,
     verifier: Option<Arc<Verifier>>,
@@ -71,6 +72,7 @@ impl LoadedKernel {
             maps: None,
             rig: None,
             graph: None,
+            flush: None,
             spare,
             verifier,
             verified: false,
@@ -298,6 +300,17 @@ impl AttentionKernel for LoadedKernel {
                 self.repoint(plan.draws)?;
                 let graph = self.graph.as_ref().expect("captured above");
                 timed(&self.ctx, &self.stream, || graph.launch())?
+            }
+            TimingMethod::ColdL2 => {
+                let mut flush = match self.flush.take() {
+                    Some(f) => f,
+                    None => L2Flush::new(&self.ctx, &self.stream)?,
+                };
+                let ms = flush.time_each(&self.ctx, &self.stream, plan.draws.len(), |i| {
+                    self.launch(&plan.draws[i])
+                });
+                self.flush = Some(flush);
+                ms?
             }
         };
         self.rig_mut()?.finish_repeat(plan.keep)?;

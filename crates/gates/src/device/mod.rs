@@ -48,6 +48,20 @@ use verifier::{DrawJob, Verifier};
 /// The hybrid baseline's softmax entry point.
 pub const ENTRY_SOFTMAX: &str = "evo_softmax_rows";
 
+/// `EVO_PERSISTENT_GRID=N` caps every persistent kernel's grid at N CTAs instead of the
+/// SMs times its CTAs per SM: the ABI lets a persistent kernel be launched with any grid,
+/// and a small one makes small problems (GREEN's, the sanitizers') loop over several
+/// tiles per CTA, the path large problems take.
+pub const PERSISTENT_GRID_ENV: &str = "EVO_PERSISTENT_GRID";
+
+fn persistent_grid_override() -> Option<u32> {
+    std::env::var(PERSISTENT_GRID_ENV)
+        .ok()?
+        .parse()
+        .ok()
+        .filter(|&n: &u32| n > 0)
+}
+
 fn driver(during: impl Into<String>) -> impl FnOnce(DriverError) -> GateError {
     let during = during.into();
     move |e| GateError::Driver {
@@ -162,12 +176,15 @@ impl Device {
     /// Loads an attention kernel (CUBIN following kernels/ABI.md) and reads its geometry
     /// (the runtime's loader, the one an export's users run).
     pub fn load_attention(&self, name: &str, cubin: &[u8]) -> Result<LoadedKernel, GateError> {
-        let module = AttentionModule::load(
+        let mut module = AttentionModule::load(
             &self.ctx,
             &self.stream,
             name,
             &ModuleImage::Cubin(cubin.to_vec()),
         )?;
+        if let Some(ctas) = persistent_grid_override() {
+            module.cap_persistent_grid(ctas);
+        }
         Ok(LoadedKernel::new(
             module,
             self.ctx.clone(),
