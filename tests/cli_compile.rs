@@ -93,7 +93,7 @@ fn compile_defines_need_no_toolchain() {
     let text = stdout(&out);
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 19, "{text}");
+    assert_eq!(lines.len(), 20, "{text}");
     assert_eq!(lines[0], "-DEVO_HEAD_DIM=128");
     assert_eq!(lines[1], "-DEVO_BF16=1");
     assert!(lines.contains(&"-DEVO_QK_MATH=1"), "{text}");
@@ -135,7 +135,7 @@ fn malformed_toml_names_file_line_and_field() {
 
 #[test]
 fn bad_allele_names_file_and_line() {
-    let (_dir, path) = genome_file(&fa2_with("block_n = 64", "block_n = 48"));
+    let (_dir, path) = genome_file(&fa2_with("block_n = 64", "block_n = 40"));
     let line = include_str!("../genomes/fa2.toml")
         .lines()
         .position(|l| l.starts_with("block_n"))
@@ -145,7 +145,7 @@ fn bad_allele_names_file_and_line() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("{path}:{line}:")), "{err}");
-    assert!(err.contains("48 is not an allele of Tile"), "{err}");
+    assert!(err.contains("40 is not an allele of BlockN"), "{err}");
 }
 
 #[test]

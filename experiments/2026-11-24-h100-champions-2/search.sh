@@ -2,7 +2,8 @@
 # `evo evolve --backend gpu --problem SPEC --minutes MINUTES` (both families, fresh seed,
 # printed and recorded in its experiment.toml), seeded with the named genomes, the
 # champions of genomes/champions/h100 and this experiment's candidates of the shape's
-# head dim. Output: $OUT/s.tgz with each search's experiment folder and log.
+# head dim. Output: $OUT/s-SLUG.tgz per search (its experiment folder and log), written
+# as each ends; a search that would not end inside the call's 600 s is left out.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 X=experiments/2026-11-24-h100-champions-2
@@ -10,8 +11,10 @@ E=target/release/evo
 minutes=$1; shift
 R=$OUT/s; mkdir -p $R
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; } > $R/info.txt 2>&1
+start=$SECONDS
 for spec in "$@"; do
   slug=$(echo $spec | tr ',' '-')
+  if [ $((SECONDS - start + minutes * 60 + 45)) -gt 570 ]; then echo "== $spec left out: no time left in this call"; continue; fi
   d=$(echo $spec | cut -d, -f5)
   seeds=$(mktemp -d)
   cp genomes/*.toml genomes/champions/h100/b*.toml $seeds/
@@ -21,5 +24,6 @@ for spec in "$@"; do
   echo "== $E evolve --backend gpu --problem $spec --minutes $minutes --genomes SEEDS($(ls $seeds | wc -l) files) --experiment RESULTS/$slug --quiet"
   timeout $((minutes * 60 + 90)) $E evolve --backend gpu --problem $spec --minutes $minutes --genomes $seeds --experiment $R/$slug --quiet > $R/$slug.txt 2>&1
   echo "exit $?"; grep -E "^[0-9]+ evaluations|^champion|seed" $R/$slug.txt | head -5
+  tar czf $OUT/s-$slug.tgz -C $R $slug $slug.txt info.txt
 done
-cd $OUT && tar czf s.tgz s && rm -rf s
+rm -rf $R

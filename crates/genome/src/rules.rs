@@ -200,14 +200,12 @@ pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
     let d = head_dim.get();
     if g.family == Family::Hopper {
         // One m64nN wgmma accumulator is N/2 floats per thread: O (N = D) and S (N = BN);
-        // P, S converted to 16 bits, is BN/4 registers. With the softmax overlap tile
-        // j's P is live while tile j+1's S is computed; without it S is dead once P is
-        // made, and the two share registers.
-        let p = match g.softmax_overlap {
-            Switch::On => g.block_n.get() / 4,
-            Switch::Off => 0,
-        };
-        return d / 2 + g.block_n.get() / 2 + p;
+        // P, S converted to 16 bits, is BN/4 registers, live next to them. Counted with
+        // or without the softmax overlap: ptxas gives P registers of its own either way
+        // (D128, three consumer warpgroups, no overlap, no setmaxnreg: 128 registers
+        // without P, 160 with it, 128 to be had; ptxas failed to compile it in
+        // experiments/2026-11-24-h100-champions-2).
+        return d / 2 + g.block_n.get() / 2 + g.block_n.get() / 4;
     }
     let bm = g.block_m.get();
     let bn = g.block_n.get();
@@ -333,13 +331,13 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                      warpgroups has with producer_regs = {}",
                     head_dim.get() / 2,
                     g.block_n.get() / 2,
-                    regs - head_dim.get() / 2 - g.block_n.get() / 2,
+                    g.block_n.get() / 4,
                     g.block_n,
                     g.consumer_wgs,
                     g.allele_label(crate::genes::Gene::ProducerRegs)
                 ),
                 fix: "set producer_regs (setmaxnreg gives the consumers the producer's \
-                      registers), lower block_n or consumer_wgs, or set softmax_overlap = \"off\""
+                      registers), or lower block_n or consumer_wgs"
                     .into(),
             });
         }

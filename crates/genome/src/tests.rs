@@ -12,7 +12,7 @@ fn fa2() -> Genome {
         p_path: Residence::Regs,
         o_accum: Residence::Regs,
         block_m: Tile::T64,
-        block_n: Tile::T64,
+        block_n: BlockN::N64,
         warps: Warps::W4,
         producer_warps: ProducerWarps::P0,
         kv_load: KvLoad::CpAsync,
@@ -55,7 +55,8 @@ fn every_gene_has_the_alleles_of_the_design() {
     assert_eq!(labels(Gene::Stages), "1,2,3,4");
     assert_eq!(labels(Gene::SmemLayout), "plain,padded,swizzled");
     assert_eq!(labels(Gene::VecBytes), "4,8,16");
-    assert_eq!(labels(Gene::Exp), "exp,exp2");
+    assert_eq!(labels(Gene::BlockN), "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256");
+    assert_eq!(labels(Gene::Exp), "exp,exp2,exp2_fma");
     assert_eq!(labels(Gene::SplitKv), "1,2,4,8");
     assert_eq!(labels(Gene::RegCap), "none,64,96,128,168,255");
     assert_eq!(labels(Gene::MinBlocks), "1,2,3,4");
@@ -65,8 +66,10 @@ fn every_gene_has_the_alleles_of_the_design() {
     assert_eq!(labels(Gene::ProducerRegs), "none,24,32,40");
     assert_eq!(labels(Gene::Pingpong), "off,on");
     assert_eq!(labels(Gene::SoftmaxOverlap), "off,on");
-    // The 16 Ampere genes' product (95,551,488) times the 6 added genes' (2 x 3 x 3 x 4 x 2 x 2).
-    assert_eq!(total_size_of_product(), 95_551_488 * 288);
+    assert_eq!(labels(Gene::Persistent), "off,on");
+    // The 16 Ampere genes' product (573,308,928: 16 block_n and 3 exp alleles) times the
+    // 7 added genes' (2 x 3 x 3 x 4 x 2 x 2 x 2).
+    assert_eq!(total_size_of_product(), 573_308_928 * 576);
 }
 
 fn total_size_of_product() -> u128 {
@@ -172,7 +175,7 @@ fn rule_register_file() {
 fn rule_shared_memory_depends_on_device_and_head_dim() {
     let g = Genome {
         block_m: Tile::T128,
-        block_n: Tile::T128,
+        block_n: BlockN::N128,
         stages: Stages::S2,
         ..Genome::baseline()
     };
@@ -396,7 +399,7 @@ fn fa3() -> Genome {
     Genome {
         family: Family::Hopper,
         consumer_wgs: ConsumerWgs::C2,
-        block_n: Tile::T128,
+        block_n: BlockN::N128,
         stages: Stages::S2,
         hopper_load: HopperLoad::Tma,
         exp: ExpFn::Exp2,
@@ -654,4 +657,54 @@ fn problem_specs_parse_and_errors_say_the_form() {
         let err = bad.parse::<Problem>().unwrap_err();
         assert!(err.contains(bad) || err.contains("batch"), "{bad}: {err}");
     }
+}
+
+#[test]
+fn genes_added_later_leave_recorded_ids_alone() {
+    // Recorded on the H100 (experiments/2026-11-23-h100-champions/bench_f16.json) before
+    // the persistent gene and the wider block_n existed.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../genomes/champions/h100/b1-h8-l512-d64.toml");
+    let g = GenomeFile::load(&path).unwrap().genes;
+    assert_eq!(g.id().to_string(), "da747841b3d5e682");
+    let persistent = Genome {
+        persistent: Switch::On,
+        ..g
+    };
+    assert_ne!(persistent.id(), g.id(), "a persistent kernel is another kernel");
+    assert_eq!(
+        Genome {
+            block_n: BlockN::N176,
+            ..g
+        }
+        .allele_label(Gene::BlockN),
+        "176"
+    );
+}
+
+#[test]
+fn a_persistent_cta_stages_o_apart_and_pays_for_it_in_shared_memory() {
+    let g = fa3();
+    let p = Genome {
+        persistent: Switch::On,
+        ..g
+    };
+    let (plain, pers) = (g.smem(HeadDim::D128), p.smem(HeadDim::D128));
+    assert_eq!(plain.o, 0);
+    assert_eq!(pers.o, pers.q);
+    assert_eq!(pers.total(), plain.total() + 128 * 128 * 2);
+    // FA3's 128 x 176 D128 tile fits with two stages, but not persistent.
+    let wide = Genome {
+        block_n: BlockN::N176,
+        ..g
+    };
+    assert!(wide.is_valid(HeadDim::D128, Target::Sm90));
+    let wide_pers = Genome {
+        persistent: Switch::On,
+        ..wide
+    };
+    assert_eq!(
+        failed_rules(&wide_pers, HeadDim::D128, Target::Sm90),
+        vec![Rule::SharedMemory]
+    );
 }
