@@ -9,12 +9,13 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 X=experiments/2026-11-24-h100-champions-2
 E=target/release/evo
 minutes=$1; shift
+secs=$(python3 -c "print(int(float('$minutes') * 60))")
 R=$OUT/s; mkdir -p $R
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; } > $R/info.txt 2>&1
 start=$SECONDS
 for spec in "$@"; do
   slug=$(echo $spec | tr ',' '-')
-  if [ $((SECONDS - start + minutes * 60 + 45)) -gt 570 ]; then echo "== $spec left out: no time left in this call"; continue; fi
+  if [ $((SECONDS - start + secs + 45)) -gt 570 ]; then echo "== $spec left out: no time left in this call"; continue; fi
   d=$(echo $spec | cut -d, -f5)
   seeds=$(mktemp -d)
   cp genomes/*.toml genomes/champions/h100/b*.toml $seeds/
@@ -22,7 +23,7 @@ for spec in "$@"; do
     case $(basename $f) in d128*) [ $d = 128 ] && cp $f $seeds/;; *) [ $d = 64 ] && cp $f $seeds/;; esac
   done
   echo "== $E evolve --backend gpu --problem $spec --minutes $minutes --genomes SEEDS($(ls $seeds | wc -l) files) --experiment RESULTS/$slug --quiet"
-  timeout $((minutes * 60 + 90)) $E evolve --backend gpu --problem $spec --minutes $minutes --genomes $seeds --experiment $R/$slug --quiet > $R/$slug.txt 2>&1
+  timeout $((secs + 90)) $E evolve --backend gpu --problem $spec --minutes $minutes --genomes $seeds --experiment $R/$slug --quiet > $R/$slug.txt 2>&1
   echo "exit $?"; grep -E "^[0-9]+ evaluations|^champion|seed" $R/$slug.txt | head -5
   tar czf $OUT/s-$slug.tgz -C $R $slug $slug.txt info.txt
 done

@@ -284,10 +284,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         );
     } else {
         // A broken torch install must not cost the table of everything else.
-        let sdpa = run_sdpa(&args.sdpa_script, &problems, args.seed, args.cold_l2).unwrap_or_else(|e| {
-            eprintln!("SDPA baselines failed, left out of the table: {e}");
-            Vec::new()
-        });
+        let sdpa =
+            run_sdpa(&args.sdpa_script, &problems, args.seed, args.cold_l2).unwrap_or_else(|e| {
+                eprintln!("SDPA baselines failed, left out of the table: {e}");
+                Vec::new()
+            });
         for r in sdpa {
             let kernel = match r.timing.as_str() {
                 "cold-l2" => cold_name(&format!("sdpa-{}", r.backend)),

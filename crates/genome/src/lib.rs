@@ -16,9 +16,9 @@ pub mod target;
 
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
-    BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, ProducerRegs,
-    ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps,
-    GENES,
+    BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks,
+    ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
+    VecBytes, Warps, GENES,
 };
 pub use problem::{Dtype, HeadDim, Problem};
 pub use rules::{Rule, SmemPlan, Violation};

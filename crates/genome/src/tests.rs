@@ -55,7 +55,10 @@ fn every_gene_has_the_alleles_of_the_design() {
     assert_eq!(labels(Gene::Stages), "1,2,3,4");
     assert_eq!(labels(Gene::SmemLayout), "plain,padded,swizzled");
     assert_eq!(labels(Gene::VecBytes), "4,8,16");
-    assert_eq!(labels(Gene::BlockN), "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256");
+    assert_eq!(
+        labels(Gene::BlockN),
+        "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256"
+    );
     assert_eq!(labels(Gene::Exp), "exp,exp2,exp2_fma");
     assert_eq!(labels(Gene::SplitKv), "1,2,4,8");
     assert_eq!(labels(Gene::RegCap), "none,64,96,128,168,255");
@@ -661,17 +664,28 @@ fn problem_specs_parse_and_errors_say_the_form() {
 
 #[test]
 fn genes_added_later_leave_recorded_ids_alone() {
-    // Recorded on the H100 (experiments/2026-11-23-h100-champions/bench_f16.json) before
-    // the persistent gene and the wider block_n existed.
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../genomes/champions/h100/b1-h8-l512-d64.toml");
-    let g = GenomeFile::load(&path).unwrap().genes;
+    // The seed shape's champion of 2026-11-23, recorded on the H100 under this id
+    // (experiments/2026-11-23-h100-champions/bench_f16.json) before the persistent gene
+    // and the wider block_n existed.
+    let g = Genome {
+        family: Family::Hopper,
+        consumer_wgs: ConsumerWgs::C1,
+        block_n: BlockN::N128,
+        stages: Stages::S1,
+        exp: ExpFn::Exp2,
+        producer_regs: ProducerRegs::R24,
+        ..Genome::baseline()
+    };
     assert_eq!(g.id().to_string(), "da747841b3d5e682");
     let persistent = Genome {
         persistent: Switch::On,
         ..g
     };
-    assert_ne!(persistent.id(), g.id(), "a persistent kernel is another kernel");
+    assert_ne!(
+        persistent.id(),
+        g.id(),
+        "a persistent kernel is another kernel"
+    );
     assert_eq!(
         Genome {
             block_n: BlockN::N176,

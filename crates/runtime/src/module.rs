@@ -125,7 +125,8 @@ impl AttentionModule {
         } else {
             None
         };
-        let tensor_maps = match declared_ints(&module, stream, image, name, TENSOR_MAPS_SYMBOL, 4)? {
+        let tensor_maps = match declared_ints(&module, stream, image, name, TENSOR_MAPS_SYMBOL, 4)?
+        {
             None => None,
             Some(v) => Some(
                 TensorMapSpec::from_ints(&v)
@@ -133,7 +134,8 @@ impl AttentionModule {
             ),
         };
         if let Some(v) = declared_ints(&module, stream, image, name, PERSISTENT_SYMBOL, 1)? {
-            let per_sm = persistent_ctas(&v).map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
+            let per_sm =
+                persistent_ctas(&v).map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
             let sms = ctx
                 .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(driver("reading the SM count"))? as u32;
@@ -203,7 +205,11 @@ fn declared_ints(
     symbol: &str,
     n: usize,
 ) -> Result<Option<Vec<i32>>, RuntimeError> {
-    if !image.bytes().windows(symbol.len()).any(|w| w == symbol.as_bytes()) {
+    if !image
+        .bytes()
+        .windows(symbol.len())
+        .any(|w| w == symbol.as_bytes())
+    {
         return Ok(None);
     }
     let Ok(global) = module.get_global(symbol, stream) else {

@@ -12,9 +12,7 @@ use super::driver;
 use crate::error::GateError;
 use cudarc::driver::sys as cu;
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, LaunchConfig,
-};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, LaunchConfig};
 use evo_runtime::Args;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -202,11 +200,9 @@ impl L2Flush {
             .attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
             .map_err(driver("reading the L2 size"))?;
         let bytes = 2 * (l2.max(1 << 20) as usize);
-        Ok(L2Flush(
-            stream
-                .alloc_zeros::<u8>(bytes)
-                .map_err(driver(format!("allocating {bytes} bytes to flush L2")))?,
-        ))
+        Ok(L2Flush(stream.alloc_zeros::<u8>(bytes).map_err(driver(
+            format!("allocating {bytes} bytes to flush L2"),
+        ))?))
     }
 
     /// Each of `n` launches alone between two events, after the flush; the sum of
