@@ -267,43 +267,29 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_codes_with_messages_never_crashes() {
-        // SAFETY: null pointers are what is tested; the runtime checks them first.
-        let status = unsafe {
-            evo_attention_forward(
-                std::ptr::null(),
-                std::ptr::null(),
-                std::ptr::null(),
-                std::ptr::null_mut(),
-                1,
-                8,
-                512,
-                512,
-                64,
-                2,
-                0,
-                std::ptr::null_mut(),
-            )
+        // Null tensors with a shape of `heads` heads and dtype code `dtype`.
+        let call = |heads: c_int, dtype: c_int| {
+            // SAFETY: null pointers are what is tested; the runtime checks them first.
+            unsafe {
+                evo_attention_forward(
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                    1,
+                    heads,
+                    512,
+                    512,
+                    64,
+                    dtype,
+                    0,
+                    std::ptr::null_mut(),
+                )
+            }
         };
-        assert_eq!(status, Status::InvalidArgument as c_int);
+        assert_eq!(call(8, 2), Status::InvalidArgument as c_int);
         assert!(last_error().contains("dtype code 2"), "{}", last_error());
-        // SAFETY: as above.
-        let status = unsafe {
-            evo_attention_forward(
-                std::ptr::null(),
-                std::ptr::null(),
-                std::ptr::null(),
-                std::ptr::null_mut(),
-                1,
-                0,
-                512,
-                512,
-                64,
-                0,
-                0,
-                std::ptr::null_mut(),
-            )
-        };
-        assert_eq!(status, Status::InvalidArgument as c_int);
+        assert_eq!(call(0, 0), Status::InvalidArgument as c_int);
         assert!(last_error().contains("H is 0"), "{}", last_error());
         // SAFETY: a null export_dir is refused before it is read.
         assert_eq!(

@@ -42,7 +42,8 @@ pub struct AttentionModule {
     tensor_maps: Option<TensorMapSpec>,
 }
 
-fn function(
+/// An entry point of a module, or an error that says how to declare it.
+pub fn function(
     module: &Arc<CudaModule>,
     what: &str,
     entry: &str,

@@ -5,7 +5,7 @@
 //! single kernel nodes that could be re-pointed).
 
 use super::blas::Products;
-use super::launch::{capture, timed, L2Flush};
+use super::launch::{capture, timed};
 use super::rig::{Rig, Slots};
 use super::verifier::Verifier;
 use super::{alloc, driver, ptr};
@@ -32,7 +32,6 @@ pub struct HybridKernel {
     /// S (fp32) and P (16-bit), shared by the input sets: they are the hybrid's own
     /// intermediates, B·H·Lq·Lk each.
     scratch: Option<(Problem, CudaSlice<f32>, CudaSlice<u16>)>,
-    flush: Option<L2Flush>,
 }
 
 /// Threads per row of the hybrid's softmax kernel.
@@ -56,7 +55,6 @@ impl HybridKernel {
             rig: None,
             verifier,
             scratch: None,
-            flush: None,
         }
     }
 
@@ -225,16 +223,12 @@ impl AttentionKernel for HybridKernel {
                     graph.launch().map_err(driver("replaying the graph"))
                 })?
             }
+            // The hybrid is the seeds' baseline, compared back to back only; a cold-L2
+            // comparison is with the library (`evo bench --cold-l2` times SDPA so).
             TimingMethod::ColdL2 => {
-                let mut flush = match self.flush.take() {
-                    Some(f) => f,
-                    None => L2Flush::new(&self.ctx, &self.stream)?,
-                };
-                let ms = flush.time_each(&self.ctx, &self.stream, plan.draws.len(), |i| {
-                    self.launch(&plan.draws[i])
-                });
-                self.flush = Some(flush);
-                ms?
+                return Err(GateError::Abi(
+                    "the cuBLAS hybrid is not timed on a cold L2".into(),
+                ))
             }
         };
         self.rig_mut()?.finish_repeat(plan.keep)?;

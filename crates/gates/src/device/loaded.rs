@@ -302,14 +302,11 @@ impl AttentionKernel for LoadedKernel {
                 timed(&self.ctx, &self.stream, || graph.launch())?
             }
             TimingMethod::ColdL2 => {
-                let mut flush = match self.flush.take() {
-                    Some(f) => f,
-                    None => L2Flush::new(&self.ctx, &self.stream)?,
-                };
-                let ms = flush.time_each(&self.ctx, &self.stream, plan.draws.len(), |i| {
-                    self.launch(&plan.draws[i])
+                let (mut kept, draws) = (self.flush.take(), plan.draws);
+                let ms = L2Flush::time_each(&mut kept, &self.ctx, &self.stream, draws.len(), |i| {
+                    self.launch(&draws[i])
                 });
-                self.flush = Some(flush);
+                self.flush = kept;
                 ms?
             }
         };

@@ -35,8 +35,8 @@ use crate::error::GateError;
 use crate::inputs::Inputs;
 use cudarc::cublas::{sys as blas_sys, CudaBlas};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
-    DriverError, ValidAsZeroBits,
+    CudaContext, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError,
+    ValidAsZeroBits,
 };
 use cudarc::nvrtc::Ptx;
 use evo_genome::{Dtype, Problem, Target};
@@ -160,19 +160,6 @@ impl Device {
             .map_err(driver(format!("loading the module of {what}")))
     }
 
-    fn function(
-        module: &Arc<CudaModule>,
-        what: &str,
-        entry: &str,
-    ) -> Result<CudaFunction, GateError> {
-        module.load_function(entry).map_err(|e| {
-            GateError::Abi(format!(
-                "{what} has no kernel `{entry}` ({e}); declare it `extern \"C\" __global__` \
-                 with the signature of kernels/ABI.md"
-            ))
-        })
-    }
-
     /// Loads an attention kernel (CUBIN following kernels/ABI.md) and reads its geometry
     /// (the runtime's loader, the one an export's users run).
     pub fn load_attention(&self, name: &str, cubin: &[u8]) -> Result<LoadedKernel, GateError> {
@@ -271,7 +258,7 @@ impl Device {
             let module = self.load_module("the hybrid softmax", cubin)?;
             softmax.push((
                 *dtype,
-                Self::function(&module, "the hybrid softmax", ENTRY_SOFTMAX)?,
+                evo_runtime::function(&module, "the hybrid softmax", ENTRY_SOFTMAX)?,
             ));
             modules.push(module);
         }
