@@ -19,12 +19,8 @@ use std::ffi::c_void;
 pub struct FwdArgs {
     /// Q, K and V's tensor maps, first, for a kernel that loads through the copy engine.
     pub maps: Option<[TensorMapArg; 3]>,
-    pub q: u64,
-    pub k: u64,
-    pub v: u64,
-    pub o: u64,
-    pub ws_o: u64,
-    pub ws_lse: u64,
+    /// Q, K, V, O and the workspace, in the signature's order.
+    pub buffers: Buffers,
     pub b: i32,
     pub h: i32,
     pub lq: i32,
@@ -50,12 +46,12 @@ impl Args for FwdArgs {
             out.extend(maps.iter_mut().map(param));
         }
         out.extend([
-            param(&mut self.q),
-            param(&mut self.k),
-            param(&mut self.v),
-            param(&mut self.o),
-            param(&mut self.ws_o),
-            param(&mut self.ws_lse),
+            param(&mut self.buffers.q),
+            param(&mut self.buffers.k),
+            param(&mut self.buffers.v),
+            param(&mut self.buffers.o),
+            param(&mut self.buffers.ws_o),
+            param(&mut self.buffers.ws_lse),
             param(&mut self.b),
             param(&mut self.h),
             param(&mut self.lq),
@@ -210,12 +206,7 @@ impl AttentionModule {
         Ok((
             FwdArgs {
                 maps,
-                q: b.q,
-                k: b.k,
-                v: b.v,
-                o: b.o,
-                ws_o: b.ws_o,
-                ws_lse: b.ws_lse,
+                buffers: *b,
                 b: bh,
                 h,
                 lq,
@@ -314,12 +305,14 @@ mod tests {
     fn the_forward_arguments_are_in_the_abi_order() {
         let mut args = FwdArgs {
             maps: None,
-            q: 1,
-            k: 2,
-            v: 3,
-            o: 4,
-            ws_o: 5,
-            ws_lse: 6,
+            buffers: Buffers {
+                q: 1,
+                k: 2,
+                v: 3,
+                o: 4,
+                ws_o: 5,
+                ws_lse: 6,
+            },
             b: 7,
             h: 8,
             lq: 9,
