@@ -58,11 +58,17 @@ gate *args:
 profile *args:
     cargo run --quiet -- profile {{ args }}
 
-# The GPU test set: hand-written adversarial kernels, named genomes, cuBLAS hybrid, ABI errors, the export from C and Python
+# Record an export's champion outputs on this GPU into a snapshot file, or with --check compare this GPU's with it (GPU), e.g. `just snapshot h100.json out/h100 --check`
+[group('gpu')]
+snapshot file export *args:
+    cargo run --quiet -- snapshot {{ file }} --export {{ export }} {{ args }}
+
+# The GPU test set: hand-written adversarial kernels, named genomes, cuBLAS hybrid, ABI errors, the export from C and Python, snapshots
 [group('gpu')]
 gpu-test:
     cargo test -p evo-gates --features gpu -- gpu_tests --test-threads=1
     cargo test --features gpu --test integration gpu_export -- --test-threads=1 --nocapture
+    cargo test --features gpu --test integration gpu_snapshot -- --test-threads=1 --nocapture
 
 # compute-sanitizer memcheck, racecheck and synccheck over the named genomes and a seeded sample on small odd shapes (GPU); each must report zero errors and zero hazards
 [group('gpu')]
@@ -96,6 +102,17 @@ sanitize sample="24" seed="7":
 landscape plan="experiments/2026-11-23-h100-landscape/plan.toml" out="experiments/2026-11-23-h100-landscape":
     cargo run --quiet -- landscape --plan {{ plan }} --out {{ out }}
 
+# Build examples/candle-attention, the champions as a candle op, with nvcc from PyPI wheels in .cuda/ (no GPU needed)
+[group('setup')]
+candle-example-build:
+    bash scripts/setup_candle_example.sh
+    source .cuda/env.sh && cargo build --release --manifest-path examples/candle-attention/Cargo.toml
+
+# Run an export's champion on candle CUDA tensors, checked against candle's f32 attention (GPU), e.g. `just candle-example out/h100 --causal`
+[group('gpu')]
+candle-example export *args: candle-example-build
+    examples/candle-attention/target/release/evo-candle-attention {{ export }} {{ args }}
+
 # Opt-in, as root on a throwaway Debian machine: install Slurm, run 3 islands as a job array on the replay backend, merge, check
 [group('test')]
 slurm-test run="target/slurm-test":
@@ -108,10 +125,12 @@ test: nvrtc
     # Both halves always run, so one failure does not hide another; the exit status is the first failure's.
     set -uo pipefail
     export EVO_NVRTC_DIR="${EVO_NVRTC_DIR:-{{ justfile_directory() }}/.nvrtc}"
-    tests=0 sweep=0
+    tests=0 sweep=0 scripts=0
     cargo test --workspace --no-fail-fast -- --skip nvrtc_sweep_ || tests=$?
+    # The SDPA baseline's mask rule and flops, which must match the Rust problem's.
+    python3 scripts/test_sdpa_baseline.py || scripts=$?
     cargo test -p evo-codegen --test compile nvrtc_sweep_ -- --nocapture || sweep=$?
-    exit $((tests != 0 ? tests : sweep))
+    exit $((tests != 0 ? tests : scripts != 0 ? scripts : sweep))
 
 # Check formatting without changing files
 [group('test')]

@@ -119,7 +119,8 @@ static_assert(kProducers >= 0 && kProducers <= 2, "EVO_PRODUCER_WARPS must be 0,
 static_assert(kStages >= 1 && kStages <= 4, "EVO_STAGES must be 1..4");
 static_assert(!EVO_EXP_FMA || EVO_EXP2, "EVO_EXP_FMA computes exp2: it needs EVO_EXP2");
 static_assert(kVec == 4 || kVec == 8 || kVec == 16, "EVO_VEC_BYTES must be 4, 8 or 16");
-static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4 || kSplit == 8, "EVO_SPLIT_KV must be 1, 2, 4 or 8");
+static_assert(kSplit >= 1 && kSplit <= 32 && (kSplit & (kSplit - 1)) == 0,
+              "EVO_SPLIT_KV must be 1, 2, 4, 8, 16 or 32");
 static_assert(EVO_MIN_BLOCKS >= 1 && EVO_MIN_BLOCKS <= 4, "EVO_MIN_BLOCKS must be 1..4");
 static_assert(EVO_QK_MATH >= 0 && EVO_QK_MATH <= 2 && EVO_PV_MATH >= 0 && EVO_PV_MATH <= 2,
               "EVO_QK_MATH / EVO_PV_MATH must be 0 (scalar), 1 (wmma) or 2 (mma)");
@@ -143,6 +144,14 @@ static_assert(kSmemTotal == EVO_SMEM_BYTES,
 // split_kv, combine rows per block, combine threads per block.
 #define EVO_COMBINE_ROWS 4
 #define EVO_COMBINE_THREADS (EVO_COMBINE_ROWS * 32)
+// The second kernel ABI: K/V heads, the diagonal and the window are arguments.
+extern "C" __constant__ int evo_abi[1] = {2};
+#if EVO_PACK_GQA
+// Packed grouped-query heads (kernels/ABI.md): the host launches one row of heads per
+// K/V head, with G x Lq rows each.
+extern "C" __constant__ int evo_pack_gqa[1] = {1};
+#endif
+
 extern "C" __constant__ int evo_geometry[6] = {
     EVO_BLOCK_M, (EVO_WARPS + EVO_PRODUCER_WARPS) * 32, EVO_SMEM_BYTES,
     EVO_SPLIT_KV, EVO_COMBINE_ROWS, EVO_COMBINE_THREADS};
@@ -233,9 +242,6 @@ __device__ __forceinline__ float row_lse(float m, float l) {
 // with m_new = -inf we subtract 0 instead, so every p and alpha is exp(-inf) = 0.
 __device__ __forceinline__ float safe_max(float m) { return m == neg_inf() ? 0.0f : m; }
 
-__device__ __forceinline__ bool is_masked(int i, int j, int Lk, int causal) {
-  return j >= Lk || (causal && j > i);
-}
 
 // Element (row, col) of a Q/K/V tile. Swizzled: the 16-byte chunk index is
 // XORed with (row & 7), so 8 rows read at the same logical chunk (ldmatrix)
@@ -495,7 +501,7 @@ __device__ __forceinline__ void qk_to_smem(const elem_t* sQ, const elem_t* sK, f
 // and sum l, keep alpha = exp(m_old - m_new) for the P.V step, write P as 16-bit.
 __device__ __forceinline__ void softmax_smem(const float* sS, elem_t* sP, float* sM, float* sL,
                                              float* sAlpha, float* sO, int warp, int lane, int m0,
-                                             int n0, int Lk, int causal, float sl) {
+                                             int n0, const Mask& mk, float sl) {
   constexpr int kPerLane = (kBN + 31) / 32;
   for (int r = warp; r < kBM; r += kWarps) {
     const int i = m0 + r;
@@ -505,7 +511,7 @@ __device__ __forceinline__ void softmax_smem(const float* sS, elem_t* sP, float*
     for (int k = 0; k < kPerLane; ++k) {
       const int c = lane + 32 * k;
       v[k] = neg_inf();  // raw (unscaled) scores; scale > 0, so max commutes with it
-      if (c < kBN && !is_masked(i, n0 + c, Lk, causal)) v[k] = sS[r * kSPitch + c];
+      if (c < kBN && !mk.masked(i, n0 + c)) v[k] = sS[r * kSPitch + c];
       mx = fmaxf(mx, v[k]);
     }
 #pragma unroll
@@ -700,7 +706,7 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const unsigned (&qf)
 #else
                                           float* sO,
 #endif
-                                          int warp, int lane, int m0, int n0, int Lk, int causal,
+                                          int warp, int lane, int m0, int n0, const Mask& mk,
                                           float sl) {
   const int g = lane >> 2, t = lane & 3;
   const int wrow0 = warp * kSlices * 16;
@@ -737,9 +743,9 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const unsigned (&qf)
     }
   }
 
-  // Online softmax on the fragments. The mask is needed only on tiles that
-  // reach past Lk or cross the causal diagonal (uniform over the CTA).
-  const bool need_mask = (n0 + kBN > Lk) || (causal && n0 + kBN - 1 > m0);
+  // Online softmax on the fragments. The mask is needed only on tiles that reach
+  // past Lk or past a row's first or last visible key (uniform over the CTA).
+  const bool need_mask = !mk.clear(m0, m0 + kBM - 1, n0, kBN);
   float alpha[kSlices][2];
 #pragma unroll
   for (int s = 0; s < kSlices; ++s) {
@@ -754,7 +760,7 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const unsigned (&qf)
           // Raw scores: scale > 0 commutes with max, and is folded into the
           // exponent's FFMA below (one FFMA + one MUFU per score).
           float v = sacc[s][nt][2 * h + e];
-          if (need_mask && is_masked(i, n0 + nt * 8 + 2 * t + e, Lk, causal)) v = neg_inf();
+          if (need_mask && mk.masked(i, n0 + nt * 8 + 2 * t + e)) v = neg_inf();
           sacc[s][nt][2 * h + e] = v;
           mx = fmaxf(mx, v);
         }
@@ -941,8 +947,12 @@ static_assert(kRegCap >= 24, "EVO_MAX_REGS too small to compile the kernel");
 extern "C" __global__ void EVO_FWD_BOUNDS
 evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
                   const elem_t* __restrict__ V, elem_t* __restrict__ O, float* __restrict__ ws_o,
-                  float* __restrict__ ws_lse, int B, int H, int Lq, int Lk, int causal,
-                  float scale) {
+                  float* __restrict__ ws_lse, int B, int H, int Lq_in, int Lk, int causal,
+                  float scale, int Hkv, int diag, int win_left, int win_right) {
+  // Packed (EVO_PACK_GQA): blockIdx.y is a K/V head, and its rows are the Lq queries of
+  // each of its G query heads in turn; Lq below counts those rows.
+  constexpr bool kPack = EVO_PACK_GQA != 0;
+  const int Lq = kPack ? Lq_in * (H / Hkv) : Lq_in;
   extern __shared__ __align__(128) unsigned char smem[];
   elem_t* sQ = reinterpret_cast<elem_t*>(smem + kQOff);
   elem_t* sKV = reinterpret_cast<elem_t*>(smem + kKVOff);
@@ -965,22 +975,19 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
   const int m0 = (causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * kBM;
   const int bh = blockIdx.y;
   const int split = blockIdx.z;
+  const Mask mk{Lk, causal, diag, win_left, win_right, kPack ? Lq_in : 0};
+  const size_t kvh = kPack ? (size_t)bh : (size_t)kv_head_of(bh, H, Hkv);
   const elem_t* Qbh = Q + (size_t)bh * Lq * kD;
-  const elem_t* Kbh = K + (size_t)bh * Lk * kD;
-  const elem_t* Vbh = V + (size_t)bh * Lk * kD;
+  const elem_t* Kbh = K + kvh * Lk * kD;
+  const elem_t* Vbh = V + kvh * Lk * kD;
   const float sl = score_scale(scale);
 
-  // ---- KV tile range of this CTA: causal skipping, then this split's chunk.
-  // Tiles starting past the last (valid) row of the block see only masked keys.
-  const int total_tiles = (Lk + kBN - 1) / kBN;
-  int visible = total_tiles;
-  if (causal) {
-    const int last_row = min(m0 + kBM, Lq) - 1;
-    visible = min(total_tiles, last_row / kBN + 1);
-  }
-  const int chunk = (total_tiles + kSplit - 1) / kSplit;
-  const int t_begin = split * chunk;
-  const int t_end = min(t_begin + chunk, visible);
+  // ---- KV tile range of this CTA: the tiles its rows see (the mask skips the rest),
+  // then this split's chunk of them. A row that sees no key gets zeros.
+  const int2 seen = mk.tiles(m0, min(m0 + kBM, Lq) - 1, kBN);
+  const int chunk = (seen.y - seen.x + kSplit - 1) / kSplit;
+  const int t_begin = seen.x + split * chunk;
+  const int t_end = min(t_begin + chunk, seen.y);
   const int nt = max(t_end - t_begin, 0);
 
   // ---- loaders: the producer warps if any, else every thread.
@@ -1046,17 +1053,17 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
     const int n0 = tile * kBN;
 #if EVO_P_REGS
 #if EVO_O_REGS
-    tile_regs(sQ, q_f, sK, sV, m_r, l_r, o_r, warp, lane, m0, n0, Lk, causal, sl);
+    tile_regs(sQ, q_f, sK, sV, m_r, l_r, o_r, warp, lane, m0, n0, mk, sl);
 #else
-    tile_regs(sQ, q_f, sK, sV, m_r, l_r, sO, warp, lane, m0, n0, Lk, causal, sl);
+    tile_regs(sQ, q_f, sK, sV, m_r, l_r, sO, warp, lane, m0, n0, mk, sl);
 #endif
 #else
     qk_to_smem(sQ, sK, sS, ctid, warp, lane);
     consumer_sync();  // S complete
 #if EVO_O_REGS
-    softmax_smem(sS, sP, sM, sL, sAlpha, nullptr, warp, lane, m0, n0, Lk, causal, sl);
+    softmax_smem(sS, sP, sM, sL, sAlpha, nullptr, warp, lane, m0, n0, mk, sl);
 #else
-    softmax_smem(sS, sP, sM, sL, sAlpha, sO, warp, lane, m0, n0, Lk, causal, sl);
+    softmax_smem(sS, sP, sM, sL, sAlpha, sO, warp, lane, m0, n0, mk, sl);
 #endif
     consumer_sync();  // P, alpha (and wmma's rescaled O) complete
 #if EVO_PV_MATH == 0 && EVO_O_REGS

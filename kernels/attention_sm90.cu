@@ -85,7 +85,8 @@ static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
 static_assert(kWgs >= 1 && kWgs <= 3, "EVO_CONSUMER_WGS must be 1, 2 or 3");
 static_assert(kStages >= 1 && kStages <= 4, "EVO_STAGES must be 1..4");
 static_assert(!EVO_EXP_FMA || EVO_EXP2, "EVO_EXP_FMA computes exp2: it needs EVO_EXP2");
-static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4 || kSplit == 8, "EVO_SPLIT_KV must be 1, 2, 4 or 8");
+static_assert(kSplit >= 1 && kSplit <= 32 && (kSplit & (kSplit - 1)) == 0,
+              "EVO_SPLIT_KV must be 1, 2, 4, 8, 16 or 32");
 static_assert(kLoad >= 0 && kLoad <= 2, "EVO_KV_LOAD must be 0 (direct), 1 (cp.async) or 2 (TMA)");
 static_assert(EVO_PINGPONG == 0 || kWgs >= 2,
               "EVO_PINGPONG alternates the GEMMs of two or more consumer warpgroups");
@@ -114,8 +115,16 @@ static_assert(kSmemTotal == EVO_SMEM_BYTES,
 
 // The launch geometry (kernels/ABI.md): block_m, threads, dynamic smem bytes, split_kv,
 // combine rows per block, combine threads per block.
+// The second kernel ABI: K/V heads, the diagonal and the window are arguments.
+extern "C" __constant__ int evo_abi[1] = {2};
 extern "C" __constant__ int evo_geometry[6] = {evo::kBM, evo::kThreads, EVO_SMEM_BYTES,
                                                evo::kSplit, 4, 128};
+
+#if EVO_PACK_GQA
+// Packed grouped-query heads (kernels/ABI.md): the host launches one row of heads per
+// K/V head, with G x Lq rows each.
+extern "C" __constant__ int evo_pack_gqa[1] = {1};
+#endif
 
 #if EVO_PERSISTENT
 // A persistent kernel (kernels/ABI.md, "Persistent kernels"): the host launches
@@ -452,7 +461,7 @@ struct Consumer {
   int row[2];     // the thread's two rows (wgmma accumulator layout)
   float m[2], l[2];
   float score_scale;
-  int Lk, causal;
+  Mask mk;
 };
 
 // S = Q K^T: D/16 k-steps; a step advances 32 bytes inside a 128-byte row, and every
@@ -505,16 +514,15 @@ __device__ __forceinline__ float ex2_fma(float x) {
   return x < -126.0f ? 0.0f : y;
 }
 
-// Masks keys past Lk and, for causal, keys after the row (only tiles that reach past
-// Lk or cross the warpgroup's diagonal need it); then the online softmax of the
+// Masks the keys a row does not see (kernels/mask.cuh; only tiles that reach past Lk
+// or past one of the warpgroup's rows' first or last key need it); then the online
+// softmax of the
 // thread's two rows: the scores become p = exp(s - m) in place and alpha, the factor
 // O must be rescaled by, is returned. l stays a per-lane partial sum until the
 // epilogue (the same alpha scales all 4 lanes of a row).
 __device__ __forceinline__ void softmax(Consumer& c, float (&sc)[kBN / 2], int n0,
                                         float (&alpha)[2]) {
-  const bool partial = n0 + kBN > c.Lk;
-  const bool diagonal = c.causal && n0 + kBN - 1 > c.wg_row0;
-  if (partial || diagonal) {
+  if (!c.mk.clear(c.wg_row0, c.wg_row0 + 63, n0, kBN)) {
 #pragma unroll
     for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
@@ -522,7 +530,7 @@ __device__ __forceinline__ void softmax(Consumer& c, float (&sc)[kBN / 2], int n
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int col = n0 + 8 * j + 2 * c.quad + e;
-          if (col >= c.Lk || (c.causal && col > c.row[i])) sc[4 * j + 2 * i + e] = neg_inf();
+          if (c.mk.masked(c.row[i], col)) sc[4 * j + 2 * i + e] = neg_inf();
         }
   }
 #pragma unroll
@@ -640,17 +648,17 @@ struct Schedule {
   __device__ Work work(int t) const { return kPersistent ? at(t) : of_block(); }
 };
 
-// The split's KV tiles (kernels/ABI.md: contiguous chunks by tile index), clipped by
-// the causal diagonal of the block's last row. It may be empty.
+// The split's KV tiles: the tiles the block's rows see (kernels/mask.cuh), cut into
+// kSplit contiguous chunks (kernels/ABI.md). It may be empty.
 struct KvRange {
   int begin, count;
 };
-__device__ __forceinline__ KvRange kv_range(const Work& w, int Lk, int causal) {
-  const int n_total = (Lk + kBN - 1) / kBN;
-  const int per_split = (n_total + kSplit - 1) / kSplit;
-  const int begin = w.split * per_split;
-  int end = min(n_total, begin + per_split);
-  if (causal) end = min(end, (min(Lk, w.m_block * kBM + kBM) + kBN - 1) / kBN);
+__device__ __forceinline__ KvRange kv_range(const Work& w, const Mask& mk, int Lq) {
+  const int m0 = w.m_block * kBM;
+  const int2 seen = mk.tiles(m0, min(m0 + kBM, Lq) - 1, kBN);
+  const int per_split = (seen.y - seen.x + kSplit - 1) / kSplit;
+  const int begin = seen.x + w.split * per_split;
+  const int end = min(seen.y, begin + per_split);
   return KvRange{begin, max(0, end - begin)};
 }
 
@@ -670,8 +678,8 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     evo_attention_fwd(EVO_TENSOR_MAP_PARAMS const elem_t* __restrict__ Q,
                       const elem_t* __restrict__ K, const elem_t* __restrict__ V,
                       elem_t* __restrict__ O, float* __restrict__ ws_o,
-                      float* __restrict__ ws_lse, int B, int H, int Lq, int Lk, int causal,
-                      float scale) {
+                      float* __restrict__ ws_lse, int B, int H_in, int Lq_in, int Lk,
+                      int causal, float scale, int Hkv, int diag, int win_left, int win_right) {
   using namespace evo;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
@@ -682,7 +690,13 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   sm.k0 = base + kQBytes + kOBytes;
   sm.v0 = sm.k0 + kStages * kTileBytes;
   sm.bars = sm.v0 + kStages * kTileBytes;
+  // Packed (EVO_PACK_GQA): a head of the launch is a K/V head, and its rows are the Lq
+  // queries of each of its G query heads in turn; H and Lq below count those.
+  constexpr bool kPack = EVO_PACK_GQA != 0;
+  const int H = kPack ? Hkv : H_in;
+  const int Lq = kPack ? Lq_in * (H_in / Hkv) : Lq_in;
   const Schedule sched{(Lq + kBM - 1) / kBM, B * H, causal};
+  const Mask mk{Lk, causal, diag, win_left, win_right, kPack ? Lq_in : 0};
 
   // One arrival per filling thread (TMA: one thread plus the transaction bytes);
   // the `_empty` barriers count one arrival per consumer warp.
@@ -712,7 +726,8 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       int kv = 0;
       for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
         const Work w = sched.work(t);
-        const KvRange r = kv_range(w, Lk, causal);
+        const KvRange r = kv_range(w, mk, Lq);
+        const int kvh = kPack ? w.bh : kv_head_of(w.bh, H_in, Hkv);
         mbar_wait(sm.q_empty(), (k & 1) ^ 1);
         mbar_expect_tx(sm.q_full(), kQBytes);
         for (int b = 0; b < kColBlocks; ++b)
@@ -724,11 +739,11 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
           mbar_wait(sm.k_empty(s), free_parity);
           mbar_expect_tx(sm.k_full(s), kTileBytes);
           for (int b = 0; b < kColBlocks; ++b)
-            tma_load(sm.k(s) + b * kBN * kRowBytes, &tm_k, sm.k_full(s), b * 64, n0, w.bh);
+            tma_load(sm.k(s) + b * kBN * kRowBytes, &tm_k, sm.k_full(s), b * 64, n0, kvh);
           mbar_wait(sm.v_empty(s), free_parity);
           mbar_expect_tx(sm.v_full(s), kTileBytes);
           for (int b = 0; b < kColBlocks; ++b)
-            tma_load(sm.v(s) + b * kBN * kRowBytes, &tm_v, sm.v_full(s), b * 64, n0, w.bh);
+            tma_load(sm.v(s) + b * kBN * kRowBytes, &tm_v, sm.v_full(s), b * 64, n0, kvh);
         }
       }
     }
@@ -736,8 +751,9 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     int kv = 0;
     for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
       const Work w = sched.work(t);
-      const KvRange r = kv_range(w, Lk, causal);
-      const size_t q_head = (size_t)w.bh * Lq * kD, kv_head = (size_t)w.bh * Lk * kD;
+      const KvRange r = kv_range(w, mk, Lq);
+      const size_t q_head = (size_t)w.bh * Lq * kD;
+      const size_t kv_head = (size_t)(kPack ? w.bh : kv_head_of(w.bh, H_in, Hkv)) * Lk * kD;
       mbar_wait(sm.q_empty(), (k & 1) ^ 1);
       copy_tile<kBM>(sm.q, Q + q_head, w.m_block * kBM, Lq);
       copies_landed(sm.q_full());
@@ -769,8 +785,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
 #else
   c.score_scale = scale;
 #endif
-  c.Lk = Lk;
-  c.causal = causal;
+  c.mk = mk;
   const int lane = c.lane, quad = c.quad;
   const int* row = c.row;
   float* m = c.m;
@@ -786,7 +801,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   int kv = 0;  // K/V tiles consumed by this CTA so far: the ring's position
   for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
     const Work w = sched.work(t);
-    const KvRange r = kv_range(w, Lk, causal);
+    const KvRange r = kv_range(w, mk, Lq);
     const int n_tiles = r.count, t_begin = r.begin;
     const int m0 = w.m_block * kBM, bh = w.bh;
     c.wg_row0 = m0 + c.cw * 64;

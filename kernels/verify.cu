@@ -79,20 +79,30 @@ extern "C" __global__ void evo_draw(const DrawJob* jobs, int bf16) {
 }
 
 // The reference's softmax, in place on S (fp32, `rows` rows of Lk scores, row r being
-// query r % Lq): P = softmax(S * scale) over the keys the row sees (top-left causal:
-// j <= i), 0 elsewhere. One block per row; fp32 with the row max subtracted first.
+// query r % Lq): P = softmax(S * scale) over the keys [lo, hi) the row sees (the mask
+// of kernels/ABI.md, written out here apart from the templates' kernels/mask.cuh), 0
+// elsewhere and everywhere in a row that sees no key. One block per row; fp32 with the
+// row max subtracted first.
 extern "C" __global__ void evo_reference_softmax(float* S, int rows, int Lq, int Lk, int causal,
-                                                 float scale) {
+                                                 int diag, int wl, int wr, float scale) {
     __shared__ float red[32];
     const int r = blockIdx.x;
     if (r >= rows) return;
     float* s = S + (size_t)r * Lk;
-    const int i = r % Lq;
-    const int visible = causal ? min(i + 1, Lk) : Lk;
+    const long long d = (long long)(r % Lq) + diag;
+    long long hi_ = Lk;
+    if (causal) hi_ = min(hi_, d + 1);
+    if (wr >= 0) hi_ = min(hi_, d + wr + 1);
+    const int hi = (int)max(hi_, 0LL);
+    const int lo = wl >= 0 ? (int)min(max(d - wl, 0LL), (long long)Lk) : 0;
+    if (hi <= lo) {
+        for (int j = threadIdx.x; j < Lk; j += blockDim.x) s[j] = 0.0f;
+        return;
+    }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
 
     float m = -__int_as_float(0x7f800000);
-    for (int j = threadIdx.x; j < visible; j += blockDim.x) m = fmaxf(m, s[j] * scale);
+    for (int j = lo + threadIdx.x; j < hi; j += blockDim.x) m = fmaxf(m, s[j] * scale);
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     if (lane == 0) red[warp] = m;
     __syncthreads();
@@ -101,7 +111,7 @@ extern "C" __global__ void evo_reference_softmax(float* S, int rows, int Lq, int
     __syncthreads();
 
     float l = 0.0f;
-    for (int j = threadIdx.x; j < visible; j += blockDim.x) {
+    for (int j = lo + threadIdx.x; j < hi; j += blockDim.x) {
         const float e = expf(s[j] * scale - m);
         s[j] = e;
         l += e;
@@ -112,7 +122,7 @@ extern "C" __global__ void evo_reference_softmax(float* S, int rows, int Lq, int
     l = 0.0f;
     for (int w = 0; w < warps; ++w) l += red[w];
     const float inv = 1.0f / l;
-    for (int j = threadIdx.x; j < Lk; j += blockDim.x) s[j] = j < visible ? s[j] * inv : 0.0f;
+    for (int j = threadIdx.x; j < Lk; j += blockDim.x) s[j] = j >= lo && j < hi ? s[j] * inv : 0.0f;
 }
 
 // What one row of a kernel's output looks like against the reference: the sums of the

@@ -4,8 +4,10 @@
     python3 scripts/bench_best.py bench.json [--top N]
 
 For each timed shape: the N fastest of evo's kernels (baselines excluded), their
-median µs and spread, and the ratio cuDNN µs / kernel µs (> 1: faster than cuDNN).
-Rows of `evo bench --cold-l2` ("... (cold L2)") are compared with cuDNN's cold-L2 row.
+median µs and spread, and the ratios cuDNN µs / kernel µs and fastest SDPA backend
+µs / kernel µs (> 1: faster; the fastest backend that states the problem, K/V expansion
+and FlexAttention included, is named on the shape's line). Rows of `evo bench --cold-l2`
+("... (cold L2)") are compared with the baselines' cold-L2 rows.
 """
 import argparse
 import json
@@ -30,12 +32,19 @@ def main():
         cudnn = next((r["median_us"] for r in rs if r["kernel"] == cudnn_name), None)
         ours = sorted((r for r in rs if not r["kernel"].startswith(BASELINES)),
                       key=lambda r: r["median_us"])
+        cold = shape.endswith(COLD)
+        sdpa = sorted((r for r in rs if r["kernel"].startswith("sdpa-")
+                       and r["kernel"].endswith(COLD) == cold), key=lambda r: r["median_us"])
+        best = sdpa[0] if sdpa else None
         head = f"{shape}: cuDNN {cudnn:.2f} µs" if cudnn else f"{shape}: no cuDNN row"
+        if best:
+            head += f"; fastest SDPA {best['kernel']} {best['median_us']:.2f} µs"
         print(head)
         for r in ours[: args.top]:
             ratio = f"{cudnn / r['median_us']:.3f}x" if cudnn else "-"
+            vs_best = f"{best['median_us'] / r['median_us']:.3f}x" if best else "-"
             print(f"  {r['median_us']:9.2f} µs [{r['min_us']:.2f}, {r['max_us']:.2f}] "
-                  f"{ratio:>7}  {r['kernel']}")
+                  f"{ratio:>7} {vs_best:>7}  {r['kernel']}")
         failed = [r["kernel"] for r in rs if r.get("verdict") not in (None, "pass", "timed")]
         if failed:
             print(f"  not passing: {', '.join(sorted(set(failed)))}")

@@ -31,6 +31,8 @@ pub enum Command {
     Dispatch(commands::champions::DispatchArgs),
     /// A champions folder as a package: kernels, C header and library, Python module.
     Export(commands::export::ExportArgs),
+    /// An export's champion outputs on fixed inputs, recorded to a file or checked against one.
+    Snapshot(commands::snapshot::SnapshotArgs),
     /// Evolve kernels: on the GPU if there is one, else on a recorded landscape.
     Evolve(commands::evolve::EvolveArgs),
     /// Print an experiment's lineage: the path from the root to the champion.

@@ -93,7 +93,7 @@ fn compile_defines_need_no_toolchain() {
     let text = stdout(&out);
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 20, "{text}");
+    assert_eq!(lines.len(), 21, "{text}");
     assert_eq!(lines[0], "-DEVO_HEAD_DIM=128");
     assert_eq!(lines[1], "-DEVO_BF16=1");
     assert!(lines.contains(&"-DEVO_QK_MATH=1"), "{text}");

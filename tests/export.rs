@@ -4,7 +4,7 @@
 //!
 //! Needs NVRTC (as the compile tests) and python3.
 
-use crate::util::{evo, repo_root, stderr, stdout};
+use crate::util::{export_champions, repo_root, stderr, stdout};
 use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
 use evo_genome::{GenomeFile, Problem};
 use evo_runtime::export::{Export, Manifest, MANIFEST_FILE};
@@ -15,10 +15,7 @@ use std::process::{Command, Stdio};
 const CHAMPIONS: &str = "genomes/champions/h100";
 
 fn export(out: &Path, extra: &[&str]) -> std::process::Output {
-    let out = out.display().to_string();
-    let mut args = vec!["export", out.as_str(), "--champions", CHAMPIONS];
-    args.extend(extra);
-    evo(&args, &[])
+    export_champions(out, extra)
 }
 
 /// Runs `python3 -c SCRIPT` with OUT/python on the path and `input` on stdin.

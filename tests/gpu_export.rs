@@ -5,7 +5,7 @@
 //! another GPU. Needs NVRTC, a C compiler (`CC`, else `cc`) and the CUDA headers
 //! (`CUDA_HOME`, else /usr/local/cuda).
 
-use crate::util::{evo, repo_root, stderr, stdout};
+use crate::util::{export_champions, repo_root, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,16 +14,7 @@ fn cuda_home() -> PathBuf {
 }
 
 fn export(out: &Path) {
-    let o = evo(
-        &[
-            "export",
-            &out.display().to_string(),
-            "--champions",
-            "genomes/champions/h100",
-            "--cubin",
-        ],
-        &[],
-    );
+    let o = export_champions(out, &["--cubin"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         out.join("lib/libevo_runtime.so").is_file(),

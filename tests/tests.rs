@@ -22,6 +22,11 @@ mod islands;
 mod champions;
 // `evo export`: the package's files, manifest and header, the runtime and Python reading it (PTX, no GPU).
 mod export;
+// `evo snapshot` without a GPU: bad export and snapshot files named, then the no-GPU error.
+mod cli_snapshot;
 // The export on a GPU: a C program and the Python module run champions (opt-in: --features gpu).
 #[cfg(feature = "gpu")]
 mod gpu_export;
+// `evo snapshot` on a GPU: record, check identical, catch a moved value (opt-in: --features gpu).
+#[cfg(feature = "gpu")]
+mod gpu_snapshot;

@@ -24,3 +24,16 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// `evo export OUT --champions genomes/champions/h100 EXTRA...` (the recorded champions).
+pub fn export_champions(out: &Path, extra: &[&str]) -> Output {
+    let out = out.display().to_string();
+    let mut args = vec![
+        "export",
+        out.as_str(),
+        "--champions",
+        "genomes/champions/h100",
+    ];
+    args.extend(extra);
+    evo(&args, &[])
+}

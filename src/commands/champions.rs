@@ -33,7 +33,7 @@ pub struct ChampionsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct DispatchArgs {
-    /// The shape, `B,H,Lq,Lk,D,dtype[,causal]`, e.g. `2,8,2048,2048,128,bf16,causal`.
+    /// The shape, `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]`, e.g. `2,8,2048,2048,128,bf16,causal`.
     pub shape: String,
     /// The champions folder whose dispatch.toml to read.
     #[arg(long, default_value = DEFAULT_CHAMPIONS)]

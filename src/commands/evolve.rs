@@ -97,7 +97,7 @@ pub struct EvolveArgs {
     /// kernel costs only its own evaluation. GPU backend only; never for a real search.
     #[arg(long, value_name = "N")]
     pub plant_faults: Option<usize>,
-    /// The objective shape, `B,H,Lq,Lk,D,dtype[,causal]` [default: the seed shape
+    /// The objective shape, `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]` [default: the seed shape
     /// 1,8,512,512,64,f16]. Replay answers only its landscape's own shape.
     #[arg(long, value_name = "SPEC", conflicts_with = "suite")]
     pub problem: Option<String>,

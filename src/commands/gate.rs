@@ -14,7 +14,7 @@ use evo_gates::evaluate::time_and_recheck;
 use evo_gates::green::{run_green_cached, GreenCache, GreenOptions, GreenReport};
 use evo_gates::report::{green_table, Row};
 use evo_gates::suite::{drawn_cases, load_suite, DRAWN_CASES};
-use evo_gates::{Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
+use evo_gates::{AttentionKernel, Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
 use evo_genome::{Dtype, Family, GenomeFile, Problem};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -45,8 +45,8 @@ pub struct GateArgs {
     /// real gate; 0 only for sanitizer runs, where every launch costs 100x).
     #[arg(long, default_value_t = DRAWN_CASES, value_name = "N")]
     pub drawn: usize,
-    /// What FAST times after GREEN: the seed shape, the anchors suite, or nothing.
-    #[arg(long, default_value = "seed", value_parser = ["seed", "anchors", "none"])]
+    /// What FAST times after GREEN: the seed shape, the anchors or models suite, or nothing.
+    #[arg(long, default_value = "seed", value_parser = ["seed", "anchors", "models", "none"])]
     pub time: String,
     /// Run seed: GREEN's inputs, its drawn shapes and the sample of genomes derive from
     /// it; printed and recorded in the JSON. [default: a fresh seed every run, so no
@@ -423,6 +423,7 @@ pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
             kernel: name.to_string(),
             seed,
             cases: Vec::new(),
+            skipped: Vec::new(),
         });
         for case in &runnable {
             enter(
@@ -444,7 +445,10 @@ pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
                 &mut cache,
             );
             match (&mut green, one) {
-                (Ok(all), Ok(report)) => all.cases.extend(report.cases),
+                (Ok(all), Ok(report)) => {
+                    all.cases.extend(report.cases);
+                    all.skipped.extend(report.skipped);
+                }
                 (Ok(_), Err(e)) => green = Err(e),
                 (Err(_), _) => break,
             }
@@ -453,6 +457,14 @@ pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
         let mut passed = false;
         match green {
             Ok(report) => {
+                if !report.skipped.is_empty() {
+                    eprintln!(
+                        "{name}: {} case(s) its ABI cannot state ran as their basic form \
+                         (multi-head, top-left or no mask, same lengths); the first: {}",
+                        report.skipped.len(),
+                        report.skipped[0]
+                    );
+                }
                 passed = report.passed()
                     && !kernel_rows
                         .iter()
@@ -475,7 +487,7 @@ pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
         };
         if passed {
             for problem in &timed {
-                if !family.supports(problem) {
+                if !family.supports(problem) || family.states(problem).is_err() {
                     continue;
                 }
                 enter(

@@ -12,6 +12,7 @@ pub mod lineage;
 pub mod merge;
 pub mod profile;
 pub mod replay;
+pub mod snapshot;
 pub mod space;
 pub mod strategies;
 pub mod worker;
@@ -39,6 +40,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Champions(a) => champions::run(a),
         Command::Dispatch(a) => champions::run_dispatch(a),
         Command::Export(a) => export::run(a),
+        Command::Snapshot(a) => snapshot::run(a),
         Command::Evolve(a) => evolve::run(a),
         Command::Lineage(a) => lineage::run(a),
         Command::Insights(a) => insights::run(a),

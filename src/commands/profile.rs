@@ -28,7 +28,7 @@ pub struct ProfileArgs {
     /// A hand-written kernel file under kernels/ABI.md instead of a genome.
     #[arg(long, value_name = "FILE.cu")]
     pub source: Option<PathBuf>,
-    /// The problem: B,H,Lq,Lk,D,dtype[,causal], e.g. 2,16,4096,4096,128,f16.
+    /// The problem: B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT], e.g. 2,16,4096,4096,128,f16.
     #[arg(long, value_name = "SPEC", required_unless_present = "csv")]
     pub problem: Option<Problem>,
     /// Summarise a recorded ncu CSV (an earlier profile's ncu.csv) instead of profiling:
@@ -71,7 +71,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         return resummarise(path, args.json);
     }
     let Some(problem) = args.problem else {
-        bail!("--problem SPEC is needed to profile (B,H,Lq,Lk,D,dtype[,causal])");
+        bail!("--problem SPEC is needed to profile (B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT])");
     };
     let ncu = find_ncu(
         std::env::var("PATH").ok().as_deref(),

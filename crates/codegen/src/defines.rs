@@ -71,7 +71,7 @@ pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
     if g.family == Family::Hopper {
         return hopper_defines(g, head_dim, dtype);
     }
-    let list: [(&str, u32); 20] = [
+    let list: [(&str, u32); 21] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", flag(dtype == Dtype::Bf16)),
         ("EVO_QK_MATH", math(g.qk_math)),
@@ -91,6 +91,7 @@ pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_SPLIT_KV", g.split_kv.get()),
         ("EVO_MIN_BLOCKS", g.min_blocks.get()),
         ("EVO_MAX_REGS", g.reg_cap.get()),
+        ("EVO_PACK_GQA", flag(g.pack_gqa == Switch::On)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(
@@ -108,7 +109,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         HopperLoad::CpAsync => 1,
         HopperLoad::Tma => 2,
     };
-    let list: [(&str, u32); 14] = [
+    let list: [(&str, u32); 15] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
         ("EVO_BLOCK_N", g.block_n.get()),
@@ -122,6 +123,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_PINGPONG", u32::from(g.pingpong == Switch::On)),
         ("EVO_OVERLAP", u32::from(g.softmax_overlap == Switch::On)),
         ("EVO_PERSISTENT", u32::from(g.persistent == Switch::On)),
+        ("EVO_PACK_GQA", u32::from(g.pack_gqa == Switch::On)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(

@@ -41,14 +41,26 @@ pub const TEMPLATE_PATH: &str = "kernels/attention.cu";
 /// The Hopper template's path (the NVRTC program name of Hopper genomes).
 pub const HOPPER_TEMPLATE_PATH: &str = "kernels/attention_sm90.cu";
 
-/// The Ampere template's text, as it was when this binary was built.
+/// The mask and K/V-head rules both templates share (kernels/mask.cuh), prepended to
+/// each; a `#line` after it keeps the compiler's line numbers the template file's.
+pub const MASK_PATH: &str = "kernels/mask.cuh";
+
+/// The Ampere template's text (the mask rules first), as it was when this binary was built.
 pub fn template_source() -> &'static str {
-    include_str!("../../../kernels/attention.cu")
+    concat!(
+        include_str!("../../../kernels/mask.cuh"),
+        "#line 1 \"kernels/attention.cu\"\n",
+        include_str!("../../../kernels/attention.cu")
+    )
 }
 
-/// The Hopper template's text, as it was when this binary was built.
+/// The Hopper template's text (the mask rules first), as it was when this binary was built.
 pub fn hopper_template_source() -> &'static str {
-    include_str!("../../../kernels/attention_sm90.cu")
+    concat!(
+        include_str!("../../../kernels/mask.cuh"),
+        "#line 1 \"kernels/attention_sm90.cu\"\n",
+        include_str!("../../../kernels/attention_sm90.cu")
+    )
 }
 
 /// The template a genome is built from: (path, text).

@@ -87,6 +87,21 @@ pub struct SdpaResult {
     /// overwritten); absent in the output of older scripts, which timed graphs only.
     #[serde(default = "graph_timing")]
     pub timing: String,
+    /// `expanded-kv` when the backend refused grouped K/V heads and was timed on K and V
+    /// expanded to every query head (outside the timing); absent otherwise.
+    #[serde(default)]
+    pub variant: Option<String>,
+}
+
+impl SdpaResult {
+    /// The baseline's name in the tables: `sdpa-cudnn`, or `sdpa-efficient+expanded-kv`
+    /// for a backend timed on expanded K/V (never mistaken for the backend's own rows).
+    pub fn name(&self) -> String {
+        match &self.variant {
+            Some(v) => format!("sdpa-{}+{v}", self.backend),
+            None => format!("sdpa-{}", self.backend),
+        }
+    }
 }
 
 fn graph_timing() -> String {

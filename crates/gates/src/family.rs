@@ -29,9 +29,16 @@ impl KernelFamily {
         self.variants.push(((head_dim, dtype), kernel));
     }
 
-    /// True when a variant for the problem's head dim and dtype is loaded.
+    /// True when a variant for the problem's head dim and dtype is loaded (whether its
+    /// ABI can state the problem is [`AttentionKernel::states`]).
     pub fn supports(&self, p: &Problem) -> bool {
         self.index(p).is_some()
+    }
+
+    /// Why a loaded variant cannot state `p`, if that is why it is not supported.
+    pub fn unstated(&self, p: &Problem) -> Option<String> {
+        self.index(p)
+            .and_then(|i| self.variants[i].1.states(p).err())
     }
 
     pub fn variant(&self, head_dim: HeadDim, dtype: Dtype) -> Option<&LoadedKernel> {
@@ -68,6 +75,10 @@ impl KernelFamily {
 impl AttentionKernel for KernelFamily {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn states(&self, problem: &Problem) -> Result<(), String> {
+        self.unstated(problem).map_or(Ok(()), Err)
     }
 
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {

@@ -463,6 +463,7 @@ mod tests {
             head_dim: HeadDim::D128,
             dtype: Dtype::F16,
             causal: false,
+            ..Problem::seed()
         };
         assert_eq!(input_sets(&big), 1);
     }

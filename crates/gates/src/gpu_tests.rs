@@ -468,6 +468,9 @@ fn the_device_reference_agrees_with_candle_on_every_row() {
         "1,2,333,1000,64,f16",
         "2,1,1000,77,128,bf16,causal",
         "1,1,1,4097,64,f16",
+        "2,8,77,1000,64,f16,causal=br,kv=2",
+        "1,3,300,77,128,bf16,causal=br,window=10:",
+        "2,4,1,5000,64,f16,kv=1,window=100:20,align=br",
     ] {
         let p: Problem = spec.parse().unwrap();
         let inputs = Inputs::random(&p, 99, 1.0);

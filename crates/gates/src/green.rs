@@ -102,6 +102,11 @@ pub struct GreenReport {
     pub kernel: String,
     pub seed: u64,
     pub cases: Vec<CaseReport>,
+    /// Cases the kernel's ABI cannot state, with the reason (see
+    /// [`AttentionKernel::states`]): each ran as its basic form instead, so a kernel
+    /// never escapes a case's lengths by declaring the first ABI.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 impl GreenReport {
@@ -204,7 +209,17 @@ pub fn run_green_cached(
     cache: &mut GreenCache,
 ) -> Result<GreenReport, GateError> {
     let mut reports = Vec::with_capacity(cases.len());
+    let mut skipped = Vec::new();
     for case in cases {
+        let basic;
+        let case = match kernel.states(&case.problem) {
+            Ok(()) => case,
+            Err(why) => {
+                skipped.push(format!("{}: {why}", case.label()));
+                basic = case.basic();
+                &basic
+            }
+        };
         let mut launches = Vec::with_capacity(LAUNCHES_PER_CASE);
         for launch in 0..LAUNCHES_PER_CASE {
             let entry = cache.get(options.seed, case, launch)?;
@@ -226,6 +241,7 @@ pub fn run_green_cached(
         kernel: kernel.name().to_string(),
         seed: options.seed,
         cases: reports,
+        skipped,
     })
 }
 

@@ -93,6 +93,13 @@ pub trait AttentionKernel {
     /// A name for reports (`v6a`, `tests/kernels/zeros.cu`, `cublas-hybrid`).
     fn name(&self) -> &str;
 
+    /// Whether the kernel's ABI can state `problem` (a kernel of the first ABI states
+    /// only multi-head attention with a top-left causal mask or none); the reason if not.
+    /// GREEN skips, and names, the cases a kernel cannot state.
+    fn states(&self, _problem: &Problem) -> Result<(), String> {
+        Ok(())
+    }
+
     /// One checked call: the output is filled with [`crate::inputs::poison_bits`]
     /// (and the guard regions after it with [`crate::inputs::GUARD_BITS`]) before the
     /// launch, then the kernel runs on `inputs` and the whole output comes back as

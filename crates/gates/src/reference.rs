@@ -125,13 +125,16 @@ pub fn reference_at(
     let v = inputs.v_f32();
     let mut heads = Vec::with_capacity((p.batch * p.heads) as usize);
     let mut max_abs_score = 0f32;
+    let (per_batch, group) = (p.heads as usize, p.group() as usize);
     for bh in 0..(p.batch * p.heads) as usize {
         let rows = rows_of(bh);
+        // Query head h of batch b reads K/V head h / group of batch b.
+        let kvh = bh / per_batch * p.kv_heads() as usize + bh % per_batch / group;
         let qh = Tensor::from_slice(&q[bh * lq * d..(bh + 1) * lq * d], (lq, d), &dev)
             .map_err(candle_err)?;
-        let kh = Tensor::from_slice(&k[bh * lk * d..(bh + 1) * lk * d], (lk, d), &dev)
+        let kh = Tensor::from_slice(&k[kvh * lk * d..(kvh + 1) * lk * d], (lk, d), &dev)
             .map_err(candle_err)?;
-        let vh = Tensor::from_slice(&v[bh * lk * d..(bh + 1) * lk * d], (lk, d), &dev)
+        let vh = Tensor::from_slice(&v[kvh * lk * d..(kvh + 1) * lk * d], (lk, d), &dev)
             .map_err(candle_err)?;
         let idx = Tensor::from_slice(&rows, rows.len(), &dev).map_err(candle_err)?;
         let q_rows = qh.index_select(&idx, 0).map_err(candle_err)?;
@@ -146,12 +149,22 @@ pub fn reference_at(
             .and_then(|a| a.to_scalar::<f32>())
             .map_err(candle_err)?;
         max_abs_score = max_abs_score.max(abs_max);
-        let scores = if p.causal {
-            let mask: Vec<f32> = rows
+        // A row that sees no key is all -inf; it is given key 0 here (a finite softmax)
+        // and its output zeroed below, as the kernels define it.
+        let visible: Vec<std::ops::Range<usize>> = rows
+            .iter()
+            .map(|&i| {
+                let r = p.visible_keys(i);
+                r.start as usize..r.end as usize
+            })
+            .collect();
+        let scores = if p.masked() {
+            let mask: Vec<f32> = visible
                 .iter()
-                .flat_map(|&i| {
+                .flat_map(|r| {
+                    let r = if r.is_empty() { 0..1 } else { r.clone() };
                     (0..lk).map(move |j| {
-                        if j <= i as usize {
+                        if r.contains(&j) {
                             0.0
                         } else {
                             f32::NEG_INFINITY
@@ -164,11 +177,16 @@ pub fn reference_at(
         } else {
             scores
         };
-        let out = softmax_rows(&scores)
+        let mut out = softmax_rows(&scores)
             .and_then(|prob| prob.matmul(&vh))
             .and_then(|o| o.flatten_all())
             .and_then(|o| o.to_vec1::<f32>())
             .map_err(candle_err)?;
+        for (r, keys) in visible.iter().enumerate() {
+            if keys.is_empty() {
+                out[r * d..(r + 1) * d].fill(0.0);
+            }
+        }
         heads.push(HeadReference { rows, out });
     }
     Ok(Reference {
@@ -177,7 +195,7 @@ pub fn reference_at(
     })
 }
 
-/// Row softmax with the running max subtracted (rows always hold key 0 unmasked, so
+/// Row softmax with the running max subtracted (every row holds a key unmasked, so
 /// the max is finite).
 fn softmax_rows(s: &Tensor) -> candle_core::Result<Tensor> {
     let m = s.max_keepdim(1)?;
@@ -191,7 +209,8 @@ mod tests {
     use super::*;
     use evo_genome::{Dtype, HeadDim};
 
-    /// The plain f64 loop the candle reference is checked against.
+    /// The plain f64 loop the candle reference is checked against, with the mask and
+    /// the K/V head written out from kernels/ABI.md's words (not from `visible_keys`).
     fn naive(inputs: &Inputs, bh: usize, row: usize) -> Vec<f64> {
         let p = &inputs.problem;
         let (lq, lk, d) = (
@@ -201,11 +220,28 @@ mod tests {
         );
         let (q, k, v) = (inputs.q_f32(), inputs.k_f32(), inputs.v_f32());
         let scale = 1.0 / (d as f64).sqrt();
+        let (h, group) = (p.heads as usize, (p.heads / p.kv_heads()) as usize);
+        let kvh = (bh / h) * (h / group) + (bh % h) / group;
         let qr = &q[(bh * lq + row) * d..(bh * lq + row + 1) * d];
-        let visible = if p.causal { (row + 1).min(lk) } else { lk };
-        let s: Vec<f64> = (0..visible)
-            .map(|j| {
-                let kr = &k[(bh * lk + j) * d..(bh * lk + j + 1) * d];
+        let diag = row as i64
+            + match p.align {
+                evo_genome::MaskAlign::TopLeft => 0,
+                evo_genome::MaskAlign::BottomRight => lk as i64 - lq as i64,
+            };
+        let sees = |j: usize| {
+            let j = j as i64;
+            (!p.causal || j <= diag)
+                && p.window_left.is_none_or(|w| j >= diag - w as i64)
+                && p.window_right.is_none_or(|w| j <= diag + w as i64)
+        };
+        let keys: Vec<usize> = (0..lk).filter(|&j| sees(j)).collect();
+        if keys.is_empty() {
+            return vec![0.0; d];
+        }
+        let s: Vec<f64> = keys
+            .iter()
+            .map(|&j| {
+                let kr = &k[(kvh * lk + j) * d..(kvh * lk + j + 1) * d];
                 qr.iter()
                     .zip(kr)
                     .map(|(a, b)| *a as f64 * *b as f64)
@@ -218,8 +254,9 @@ mod tests {
         let l: f64 = e.iter().sum();
         (0..d)
             .map(|c| {
-                (0..visible)
-                    .map(|j| e[j] * v[(bh * lk + j) * d + c] as f64)
+                keys.iter()
+                    .zip(&e)
+                    .map(|(&j, e)| e * v[(kvh * lk + j) * d + c] as f64)
                     .sum::<f64>()
                     / l
             })
@@ -243,6 +280,7 @@ mod tests {
             head_dim: d,
             dtype,
             causal,
+            ..Problem::seed()
         }
     }
 
@@ -253,6 +291,12 @@ mod tests {
             problem(2, 1, 5, 9, HeadDim::D64, Dtype::Bf16, true),
             problem(1, 3, 9, 4, HeadDim::D128, Dtype::F16, true),
             problem(1, 1, 33, 17, HeadDim::D128, Dtype::Bf16, false),
+            // Grouped heads, both alignments, windows, rows that see no key.
+            "2,6,9,13,64,f16,causal=br,kv=2".parse().unwrap(),
+            "1,4,12,5,64,bf16,causal=br,kv=1".parse().unwrap(),
+            "1,2,20,20,128,f16,causal,window=3:".parse().unwrap(),
+            "1,3,11,17,64,f16,window=2:4,align=br,kv=1".parse().unwrap(),
+            "1,2,16,6,64,f16,window=1:0".parse().unwrap(),
         ];
         for (n, p) in shapes.iter().enumerate() {
             let inputs = Inputs::random(p, 100 + n as u64, 1.0);
@@ -272,6 +316,17 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn rows_that_see_no_key_are_zeros() {
+        // Bottom-right causal with Lq > Lk: rows 0..7 see no key.
+        let p: Problem = "1,2,12,5,64,f16,causal=br".parse().unwrap();
+        let r = reference(&Inputs::random(&p, 5, 1.0)).unwrap();
+        for head in &r.heads {
+            assert!(head.out[..7 * 64].iter().all(|&x| x == 0.0));
+            assert!(head.out[7 * 64..].iter().any(|&x| x != 0.0));
         }
     }
 

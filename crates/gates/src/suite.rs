@@ -6,7 +6,7 @@
 //! B·H not a power of two (grid and indexing mix-ups), Lq = 1, both dtypes, and
 //! large logits (|s| > 100: a softmax without the running max overflows).
 
-use evo_genome::{Dtype, HeadDim, Problem};
+use evo_genome::{Dtype, HeadDim, MaskAlign, Problem};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -41,9 +41,35 @@ impl Case {
                 head_dim: d,
                 dtype,
                 causal,
+                ..Problem::seed()
             },
             q_gain: 1.0,
             drawn: false,
+        }
+    }
+
+    /// The case of a spec (`B,H,Lq,Lk,D,dtype,options`, [`evo_genome::SPEC_FORM`]).
+    fn spec(spec: &str) -> Case {
+        Case {
+            problem: spec.parse().expect("a built-in suite's spec"),
+            q_gain: 1.0,
+            drawn: false,
+        }
+    }
+
+    /// The case as multi-head attention with a top-left causal mask or none (every K/V
+    /// head its query head's, no window, the same lengths): what GREEN runs for a kernel
+    /// whose ABI cannot state the case itself.
+    pub fn basic(&self) -> Case {
+        Case {
+            problem: Problem {
+                kv_heads: None,
+                align: MaskAlign::TopLeft,
+                window_left: None,
+                window_right: None,
+                ..self.problem
+            },
+            ..self.clone()
         }
     }
 
@@ -76,6 +102,14 @@ struct CaseSpec {
     head_dim: HeadDim,
     dtype: Dtype,
     causal: bool,
+    #[serde(default)]
+    kv_heads: Option<u32>,
+    #[serde(default)]
+    align: MaskAlign,
+    #[serde(default)]
+    window_left: Option<u32>,
+    #[serde(default)]
+    window_right: Option<u32>,
     #[serde(default = "unit_gain")]
     q_gain: f32,
 }
@@ -92,7 +126,8 @@ struct SuiteFile {
 
 /// A user's own GREEN cases from a TOML file of `[[case]]` tables (`batch`, `heads`,
 /// `q_len`, `kv_len`, `head_dim` 64 or 128, `dtype` "f16" or "bf16", `causal`, and
-/// optionally `q_gain`). Errors name the file, the line and the field.
+/// optionally `kv_heads`, `align` ("top_left" or "bottom_right"), `window_left`,
+/// `window_right` and `q_gain`). Errors name the file, the line and the field.
 pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError> {
     let err = |message: String| crate::GateError::Suite {
         path: path.display().to_string(),
@@ -109,7 +144,8 @@ pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError>
             .unwrap_or_default();
         err(format!(
             "{line}{} (each [[case]] has batch, heads, q_len, kv_len, head_dim = 64 or 128, \
-             dtype = \"f16\" or \"bf16\", causal, optional q_gain)",
+             dtype = \"f16\" or \"bf16\", causal, optional kv_heads, align = \
+             \"top_left\" or \"bottom_right\", window_left, window_right, q_gain)",
             e.message()
         ))
     })?;
@@ -135,6 +171,10 @@ pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError>
                 head_dim: c.head_dim,
                 dtype: c.dtype,
                 causal: c.causal,
+                kv_heads: c.kv_heads,
+                align: c.align,
+                window_left: c.window_left,
+                window_right: c.window_right,
             };
             let at = headers
                 .get(n)
@@ -179,9 +219,11 @@ pub fn suite_lengths() -> Vec<u32> {
     lens
 }
 
-/// `n` shapes drawn from `seed` (a gate draws [`DRAWN_CASES`]): B 1..=2 and H 1..=3, Lq
+/// `n` shapes drawn from `seed` (a gate draws [`DRAWN_CASES`]): B 1..=2, K/V heads
+/// 1..=3 with 1, 2 or 4 query heads each (grouped-query attention in two of three), Lq
 /// and Lk log-uniform in 1..=16384 and never a length of the fixed suites, both head
-/// dims, both dtypes, causal and not (the first six cover every combination pair).
+/// dims, both dtypes, causal and not (the first six cover every combination pair), the
+/// mask's diagonal bottom-right in half, a sliding window in a third.
 /// The first has Lk >= 8192, the second Lq >= 4096; Lq·Lk is capped at
 /// [`MAX_DRAWN_SCORES`]. The same seed draws the same shapes (`evo gate --seed`).
 pub fn drawn_cases(seed: u64, n: usize) -> Vec<Case> {
@@ -211,15 +253,35 @@ pub fn drawn_cases(seed: u64, n: usize) -> Vec<Case> {
                     break (lq, lk);
                 }
             };
+            let kv_heads = rng.random_range(1..=3u32);
+            let group = [1u32, 2, 4][rng.random_range(0..3)];
+            let causal = (i / 3) % 2 == 1;
+            let align = if rng.random_bool(0.5) {
+                MaskAlign::BottomRight
+            } else {
+                MaskAlign::TopLeft
+            };
+            let (window_left, window_right) = if rng.random_bool(1.0 / 3.0) {
+                let reach = q_len.max(kv_len);
+                let left = Some(rng.random_range(0..reach));
+                let right = (!causal).then(|| rng.random_range(0..reach));
+                (left, right)
+            } else {
+                (None, None)
+            };
             Case {
                 problem: Problem {
                     batch: rng.random_range(1..=2),
-                    heads: rng.random_range(1..=3),
+                    heads: kv_heads * group,
+                    kv_heads: (group > 1).then_some(kv_heads),
                     q_len,
                     kv_len,
                     head_dim: [HeadDim::D64, HeadDim::D128][i % 2],
                     dtype: [Dtype::F16, Dtype::Bf16][(i / 2) % 2],
-                    causal: (i / 3) % 2 == 1,
+                    causal,
+                    align,
+                    window_left,
+                    window_right,
                 },
                 q_gain: 1.0,
                 drawn: true,
@@ -273,12 +335,23 @@ impl GreenSuite {
                 Case::new(1, 1, 16, 16, D128, F16, true),
                 Case::new(1, 4, 512, 512, D64, F16, false).large_logits(),
                 Case::new(1, 2, 300, 300, D128, Bf16, true).large_logits(),
+                // Grouped and multi-query heads; the bottom-right diagonal (Lq > Lk:
+                // rows that see no key output zeros); sliding and two-sided windows;
+                // decode (a few queries over a long cache).
+                Case::spec("2,8,77,1000,64,f16,causal=br,kv=2"),
+                Case::spec("1,6,128,333,128,bf16,kv=1"),
+                Case::spec("1,3,1000,77,64,f16,causal=br"),
+                Case::spec("1,4,1000,1000,128,f16,causal,window=100:"),
+                Case::spec("2,2,77,1000,64,bf16,window=64:32,align=br,kv=1"),
+                Case::spec("4,8,1,5000,128,f16,causal=br,kv=2"),
+                Case::spec("2,4,7,3000,64,bf16,causal=br,kv=1"),
             ],
             GreenSuite::Quick => vec![
                 Case::new(1, 8, 512, 512, D64, F16, false),
                 Case::new(2, 3, 77, 77, D64, F16, true),
                 Case::new(1, 3, 1000, 77, D128, Bf16, true),
                 Case::new(1, 4, 512, 512, D64, F16, false).large_logits(),
+                Case::spec("2,4,100,333,64,f16,causal=br,kv=2,window=50:"),
             ],
         }
     }
@@ -292,6 +365,11 @@ pub enum TimingSuite {
     /// B1 H8 L512 D64, B4 H16 L1024 D64, B2 H16 L4096 D128, each causal and not, and
     /// B1 H16 L8192 D128 (the shapes PyTorch SDPA is measured at in the anchors).
     Anchors,
+    /// The problems served models pose: Llama-3-8B's prefill (B1 H32/8 L4096 D128
+    /// causal) and decode (B16 H32/8, one query over 8192 keys), a Mistral-style
+    /// sliding-window prefill (window 4096 over 8192), a multi-query decode. (Gemma's
+    /// D256 and Phi's D96 prefills join when the templates take those head dims.)
+    Models,
 }
 
 impl TimingSuite {
@@ -299,6 +377,7 @@ impl TimingSuite {
         match s {
             "seed" => Some(TimingSuite::Seed),
             "anchors" => Some(TimingSuite::Anchors),
+            "models" => Some(TimingSuite::Models),
             _ => None,
         }
     }
@@ -312,9 +391,22 @@ impl TimingSuite {
             head_dim: d,
             dtype,
             causal,
+            ..Problem::seed()
         };
         match self {
             TimingSuite::Seed => vec![shape(1, 8, 512, HeadDim::D64, false)],
+            TimingSuite::Models => [
+                "1,32,4096,4096,128,f16,causal,kv=8",
+                "16,32,1,8192,128,f16,causal=br,kv=8",
+                "1,32,8192,8192,128,f16,causal,kv=8,window=4096:",
+                "16,32,1,8192,128,f16,causal=br,kv=1",
+            ]
+            .iter()
+            .map(|spec| Problem {
+                dtype,
+                ..spec.parse().expect("a built-in suite's spec")
+            })
+            .collect(),
             TimingSuite::Anchors => [false, true]
                 .into_iter()
                 .flat_map(|causal| {
@@ -332,6 +424,7 @@ impl TimingSuite {
                     head_dim: HeadDim::D128,
                     dtype,
                     causal: false,
+                    ..Problem::seed()
                 }])
                 .collect(),
         }
@@ -361,15 +454,71 @@ mod tests {
             has(&|c| c.problem.dtype == Dtype::F16) && has(&|c| c.problem.dtype == Dtype::Bf16)
         );
         assert!(has(&|c| c.q_gain == LARGE_LOGIT_GAIN));
+        // The kinds of issue 18: grouped and multi-query heads, the bottom-right diagonal
+        // with rows that see no key, windows on either side, decode.
+        assert!(has(&|c| c.problem.group() > 1 && c.problem.kv_heads() > 1));
+        assert!(has(&|c| c.problem.kv_heads() == 1 && c.problem.heads > 1));
+        assert!(has(&|c| {
+            let p = c.problem;
+            p.align == MaskAlign::BottomRight && (0..p.q_len).any(|i| p.visible_keys(i).is_empty())
+        }));
+        assert!(has(&|c| c.problem.window_left.is_some() && c.problem.causal));
+        assert!(has(&|c| c.problem.window_right.is_some()));
+        assert!(has(&|c| c.problem.q_len == 1 && c.problem.kv_len > 4096));
         for c in &cases {
             c.problem.validate().unwrap();
         }
     }
 
     #[test]
+    fn the_models_suite_states_the_served_problems() {
+        let models = TimingSuite::parse("models").unwrap().problems(Dtype::Bf16);
+        let specs: Vec<String> = models.iter().map(Problem::spec).collect();
+        assert_eq!(
+            specs,
+            [
+                "1,32,4096,4096,128,bf16,causal,kv=8",
+                "16,32,1,8192,128,bf16,causal=br,kv=8",
+                "1,32,8192,8192,128,bf16,causal,kv=8,window=4096:",
+                "16,32,1,8192,128,bf16,causal=br,kv=1",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_suite_file_states_grouped_heads_and_masks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("suite.toml");
+        std::fs::write(
+            &path,
+            "[[case]]\nbatch = 1\nheads = 8\nkv_heads = 2\nq_len = 7\nkv_len = 300\n\
+             head_dim = 64\ndtype = \"f16\"\ncausal = true\nalign = \"bottom_right\"\n\
+             window_left = 16\n",
+        )
+        .unwrap();
+        let cases = load_suite(&path).unwrap();
+        assert_eq!(
+            cases[0].problem.spec(),
+            "1,8,7,300,64,f16,causal=br,kv=2,window=16:"
+        );
+        std::fs::write(
+            &path,
+            "[[case]]\nbatch = 1\nheads = 8\nkv_heads = 3\nq_len = 7\nkv_len = 300\n\
+             head_dim = 64\ndtype = \"f16\"\ncausal = true\n",
+        )
+        .unwrap();
+        let err = load_suite(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("suite.toml") && err.contains("`kv_heads` is 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn drawn_shapes_cover_what_the_issue_asks_and_follow_the_seed() {
         let avoid = suite_lengths();
         let mut all_lens = std::collections::BTreeSet::new();
+        let mut kinds = (false, false, false, false, false);
         for seed in 0..200 {
             let cases = drawn_cases(seed, DRAWN_CASES);
             assert_eq!(cases.len(), DRAWN_CASES);
@@ -383,7 +532,13 @@ mod tests {
                 let p = c.problem;
                 p.validate().unwrap();
                 assert!(c.drawn && c.label().ends_with(" drawn"));
-                assert!(p.batch <= 2 && p.heads <= 3);
+                assert!(p.batch <= 2 && p.kv_heads() <= 3 && p.group() <= 4);
+                assert_eq!(p.heads % p.kv_heads(), 0);
+                kinds.0 |= p.group() > 1;
+                kinds.1 |= p.align == MaskAlign::BottomRight && p.causal;
+                kinds.2 |= p.window_left.is_some();
+                kinds.3 |= p.window_right.is_some();
+                kinds.4 |= (0..p.q_len).any(|i| p.visible_keys(i).is_empty());
                 assert!(
                     (1..=MAX_DRAWN_LEN).contains(&p.q_len)
                         && (1..=MAX_DRAWN_LEN).contains(&p.kv_len)
@@ -394,6 +549,7 @@ mod tests {
                 all_lens.insert(p.kv_len);
             }
         }
+        assert_eq!(kinds, (true, true, true, true, true), "every kind is drawn");
         assert!(all_lens.len() > 500, "lengths spread: {}", all_lens.len());
         assert!(all_lens.iter().any(|&l| l < 16) && all_lens.iter().any(|&l| l > 10000));
         assert_eq!(drawn_cases(5, 6), drawn_cases(5, 6));

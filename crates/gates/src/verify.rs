@@ -289,6 +289,7 @@ mod tests {
             head_dim: HeadDim::D64,
             dtype: Dtype::F16,
             causal: false,
+            ..Problem::seed()
         }
     }
 

@@ -6,7 +6,8 @@
 //! shape between classes gets the champion of the nearest class by this rule:
 //!
 //! 1. the head dimension must match (a champion is built and checked for its own);
-//! 2. a class with the same mask (causal or not) is preferred to one without;
+//! 2. a class of the same kind (causal or not, windowed or not, grouped K/V heads or
+//!    not) is preferred; without one, a class with the same causality;
 //! 3. among those, the nearest in work, `|log2(B·H·Lq·Lk) - log2(class's)|`
 //!    (the grid's size and each CTA's loop length, which decide tile and split choices);
 //! 4. ties go to the nearest key length, then to the order of the table.
@@ -15,7 +16,7 @@
 //! both (f16 and bf16 figures side by side).
 
 use crate::file::{from_toml, GenomeError, TomlError};
-use crate::problem::Problem;
+use crate::problem::{MaskAlign, Problem};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -39,7 +40,7 @@ pub struct DispatchTable {
 pub struct ShapeClass {
     /// e.g. `b2-h16-l4096-d128-causal`.
     pub name: String,
-    /// `B,H,Lq,Lk,D,dtype[,causal]`.
+    /// `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]`.
     pub shape: String,
     /// The champion's genome file, relative to the table.
     pub champion: String,
@@ -65,7 +66,7 @@ pub enum DispatchError {
     Toml(#[from] TomlError),
     #[error(transparent)]
     Io(#[from] GenomeError),
-    #[error("{path}: class `{class}`: shape `{shape}`: {message}; write it as B,H,Lq,Lk,D,dtype[,causal]")]
+    #[error("{path}: class `{class}`: shape `{shape}`: {message}; write it as B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]")]
     Shape {
         path: PathBuf,
         class: String,
@@ -103,20 +104,32 @@ impl ShapeClass {
         self.shape.parse()
     }
 
-    /// The class name of a shape: `b2-h16-l4096-d128-causal`, `b1-h8-lq77-lk1000-d64`.
+    /// The class name of a shape: `b2-h16-l4096-d128-causal`, `b1-h8-lq77-lk1000-d64`,
+    /// `b16-h32kv8-lq1-lk8192-d128-causal-br`, `b1-h32kv8-l8192-d128-causal-wl4096`.
     pub fn name_of(p: &Problem) -> String {
         let lengths = if p.q_len == p.kv_len {
             format!("l{}", p.q_len)
         } else {
             format!("lq{}-lk{}", p.q_len, p.kv_len)
         };
-        format!(
-            "b{}-h{}-{lengths}-d{}{}",
-            p.batch,
-            p.heads,
-            p.head_dim.get(),
-            if p.causal { "-causal" } else { "" }
-        )
+        let heads = match p.kv_heads.filter(|&k| k != p.heads) {
+            Some(k) => format!("h{}kv{k}", p.heads),
+            None => format!("h{}", p.heads),
+        };
+        let mut name = format!("b{}-{heads}-{lengths}-d{}", p.batch, p.head_dim.get());
+        if p.causal {
+            name.push_str("-causal");
+        }
+        if p.align == MaskAlign::BottomRight && p.masked() {
+            name.push_str("-br");
+        }
+        if let Some(w) = p.window_left {
+            name.push_str(&format!("-wl{w}"));
+        }
+        if let Some(w) = p.window_right {
+            name.push_str(&format!("-wr{w}"));
+        }
+        name
     }
 }
 
@@ -178,13 +191,28 @@ impl DispatchTable {
                 problem: problem.label(),
             });
         }
+        // The closest kind first: the same mask and grouping, else the same causality.
+        let kind = |p: &Problem| {
+            (
+                p.causal,
+                p.window_left.is_some() || p.window_right.is_some(),
+                p.group() > 1,
+            )
+        };
+        let same_kind = parsed.iter().any(|(_, p)| kind(p) == kind(problem));
         let same_mask = parsed.iter().any(|(_, p)| p.causal == problem.causal);
         let distance = |p: &Problem| (work(p) - work(problem)).abs();
         let key_gap =
             |p: &Problem| ((p.kv_len as f64).log2() - (problem.kv_len as f64).log2()).abs();
         let mut considered: Vec<(&ShapeClass, Problem, f64)> = parsed
             .iter()
-            .filter(|(_, p)| !same_mask || p.causal == problem.causal)
+            .filter(|(_, p)| {
+                if same_kind {
+                    kind(p) == kind(problem)
+                } else {
+                    !same_mask || p.causal == problem.causal
+                }
+            })
             .map(|&(c, p)| (c, p, distance(&p)))
             .collect();
         // Stable: equal distances keep the table's order after the key-length tie-break.

@@ -179,7 +179,7 @@ numeric! {
 
 numeric! {
     /// CTAs sharing one (query block, head): the KV range is split and recombined by log-sum-exp.
-    SplitKv { K1 => 1, K2 => 2, K4 => 4, K8 => 8 }
+    SplitKv { K1 => 1, K2 => 2, K4 => 4, K8 => 8, K16 => 16, K32 => 32 }
 }
 
 numeric! {
@@ -292,6 +292,11 @@ pub struct Genome {
     /// consumers finish the current one, and O is staged in its own shared memory.
     #[serde(default, skip_serializing_if = "is_default")]
     pub persistent: Switch,
+    /// Both families: the query heads that share a K/V head (grouped-query attention)
+    /// are packed into one CTA's rows, so each K/V tile is loaded once per group
+    /// (FlashAttention-3's PackGQA); a problem without groups is unchanged.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub pack_gqa: Switch,
 }
 
 // The gene macros own the enum's derives; its default is the value a file written
@@ -337,6 +342,8 @@ struct RawGenome {
     softmax_overlap: Switch,
     #[serde(default)]
     persistent: Switch,
+    #[serde(default)]
+    pack_gqa: Switch,
 }
 
 #[derive(Deserialize)]
@@ -421,6 +428,7 @@ impl TryFrom<RawGenome> for Genome {
             pingpong: r.pingpong,
             softmax_overlap: r.softmax_overlap,
             persistent: r.persistent,
+            pack_gqa: r.pack_gqa,
         })
     }
 }
@@ -556,10 +564,11 @@ pub enum Gene {
     Pingpong,
     SoftmaxOverlap,
     Persistent,
+    PackGqa,
 }
 
 /// Number of genes.
-pub const GENES: usize = 23;
+pub const GENES: usize = 24;
 
 impl Gene {
     /// All genes in canonical order.
@@ -587,6 +596,7 @@ impl Gene {
         Gene::Pingpong,
         Gene::SoftmaxOverlap,
         Gene::Persistent,
+        Gene::PackGqa,
     ];
 
     /// The field name used in TOML and reports.
@@ -615,6 +625,7 @@ impl Gene {
             Gene::Pingpong => "pingpong",
             Gene::SoftmaxOverlap => "softmax_overlap",
             Gene::Persistent => "persistent",
+            Gene::PackGqa => "pack_gqa",
         }
     }
 
@@ -639,6 +650,7 @@ impl Gene {
                 | Gene::Pingpong
                 | Gene::SoftmaxOverlap
                 | Gene::Persistent
+                | Gene::PackGqa
         )
     }
 
@@ -649,7 +661,7 @@ impl Gene {
     pub fn applies(self, family: Family) -> bool {
         match self {
             Gene::Family => true,
-            Gene::BlockN | Gene::Stages | Gene::Exp | Gene::SplitKv => true,
+            Gene::BlockN | Gene::Stages | Gene::Exp | Gene::SplitKv | Gene::PackGqa => true,
             Gene::ConsumerWgs
             | Gene::HopperLoad
             | Gene::ProducerRegs
@@ -701,7 +713,9 @@ impl Gene {
                     c => c.to_string(),
                 })
                 .collect(),
-            Gene::Pingpong | Gene::SoftmaxOverlap | Gene::Persistent => labels(Switch::ALL),
+            Gene::Pingpong | Gene::SoftmaxOverlap | Gene::Persistent | Gene::PackGqa => {
+                labels(Switch::ALL)
+            }
         }
     }
 }
@@ -745,6 +759,7 @@ impl Genome {
             Gene::Pingpong => index_of(Switch::ALL, &self.pingpong),
             Gene::SoftmaxOverlap => index_of(Switch::ALL, &self.softmax_overlap),
             Gene::Persistent => index_of(Switch::ALL, &self.persistent),
+            Gene::PackGqa => index_of(Switch::ALL, &self.pack_gqa),
         }
     }
 
@@ -778,6 +793,7 @@ impl Genome {
             Gene::Pingpong => g.pingpong = Switch::ALL[index],
             Gene::SoftmaxOverlap => g.softmax_overlap = Switch::ALL[index],
             Gene::Persistent => g.persistent = Switch::ALL[index],
+            Gene::PackGqa => g.pack_gqa = Switch::ALL[index],
         }
         g
     }
@@ -883,6 +899,7 @@ impl Genome {
             pingpong: Switch::Off,
             softmax_overlap: Switch::Off,
             persistent: Switch::Off,
+            pack_gqa: Switch::Off,
         }
     }
 }

@@ -20,7 +20,7 @@ pub use genes::{
     ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
     VecBytes, Warps, GENES,
 };
-pub use problem::{Dtype, HeadDim, Problem};
+pub use problem::{Dtype, HeadDim, MaskAlign, MaskArgs, Problem, SPEC_FORM};
 pub use rules::{Rule, SmemPlan, Violation};
 pub use target::Target;
 
@@ -55,6 +55,7 @@ impl Genome {
             let implied = match gene {
                 Gene::Family => self.family == Family::Ampere,
                 Gene::Persistent => self.persistent == Switch::Off,
+                Gene::PackGqa => self.pack_gqa == Switch::Off,
                 _ => false,
             };
             if implied {

@@ -70,19 +70,68 @@ impl fmt::Display for Dtype {
     }
 }
 
-/// One attention call: tensors are contiguous `[B, H, L, D]` as in PyTorch's SDPA,
-/// scale `1/sqrt(D)`, causal masking top-left aligned (query i sees keys j <= i).
+/// Where the causal mask's (and a window's) diagonal sits when `Lq != Lk`.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskAlign {
+    /// PyTorch's `is_causal`: query i's diagonal is key i.
+    #[default]
+    TopLeft,
+    /// FlashAttention >= 2.1 and the KV-cache convention: query i's diagonal is key
+    /// `i + Lk - Lq` (the last query sees every key).
+    BottomRight,
+}
+
+impl MaskAlign {
+    fn is_top_left(&self) -> bool {
+        *self == MaskAlign::TopLeft
+    }
+}
+
+/// One attention call: tensors are contiguous `[B, H, L, D]` as in PyTorch's SDPA (K and
+/// V `[B, kv_heads, Lk, D]`: query head h reads K/V head `h / (heads / kv_heads)`),
+/// scale `1/sqrt(D)`.
+///
+/// The mask: with diagonal `d(i) = i` (top-left) or `i + Lk - Lq` (bottom-right), query
+/// i sees key j when `j <= d(i)` if causal, `j >= d(i) - window_left` if that is set and
+/// `j <= d(i) + window_right` if that is set. A row that sees no key outputs zeros (as
+/// FlashAttention). The fields added after the first release are left out of the
+/// serialized form when they hold their default, so every recorded problem reads and
+/// writes as before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Problem {
     pub batch: u32,
     pub heads: u32,
+    /// K/V heads (grouped-query attention; 1 is multi-query); none: `heads`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u32>,
     pub q_len: u32,
     pub kv_len: u32,
     pub head_dim: HeadDim,
     pub dtype: Dtype,
     #[serde(default)]
     pub causal: bool,
+    #[serde(default, skip_serializing_if = "MaskAlign::is_top_left")]
+    pub align: MaskAlign,
+    /// Keys further than this left of the diagonal are masked (a sliding window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_left: Option<u32>,
+    /// Keys further than this right of the diagonal are masked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_right: Option<u32>,
+}
+
+/// The mask as a kernel takes it (kernels/ABI.md): the diagonal's offset and the window
+/// bounds, -1 for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaskArgs {
+    pub causal: i32,
+    pub diag: i32,
+    pub window_left: i32,
+    pub window_right: i32,
 }
 
 impl Problem {
@@ -91,42 +140,143 @@ impl Problem {
         Problem {
             batch: 1,
             heads: 8,
+            kv_heads: None,
             q_len: 512,
             kv_len: 512,
             head_dim: HeadDim::D64,
             dtype: Dtype::F16,
             causal: false,
+            align: MaskAlign::TopLeft,
+            window_left: None,
+            window_right: None,
         }
     }
 
-    /// The `B,H,Lq,Lk,D,dtype[,causal]` form the parser reads back.
+    /// MHA with a top-left or no causal mask: the problem every kernel of the first ABI
+    /// takes (a module that does not declare `evo_abi` >= 2 is judged only on these).
+    pub fn is_basic(&self) -> bool {
+        self.kv_heads.is_none_or(|k| k == self.heads)
+            && (self.align == MaskAlign::TopLeft || !self.causal || self.q_len == self.kv_len)
+            && self.window_left.is_none()
+            && self.window_right.is_none()
+    }
+
+    /// K/V heads.
+    pub fn kv_heads(&self) -> u32 {
+        self.kv_heads.unwrap_or(self.heads)
+    }
+
+    /// Query heads per K/V head.
+    pub fn group(&self) -> u32 {
+        self.heads / self.kv_heads().max(1)
+    }
+
+    /// Whether any key is masked by position (causal or a window).
+    pub fn masked(&self) -> bool {
+        self.causal || self.window_left.is_some() || self.window_right.is_some()
+    }
+
+    /// The diagonal's offset: query i's diagonal key is `i + diag`.
+    pub fn diag(&self) -> i64 {
+        match self.align {
+            MaskAlign::TopLeft => 0,
+            MaskAlign::BottomRight => self.kv_len as i64 - self.q_len as i64,
+        }
+    }
+
+    /// The mask's kernel arguments. A window wider than `Lq + Lk` bounds nothing and is
+    /// passed as none, so a kernel's `i + diag + w` never overflows an int.
+    pub fn mask_args(&self) -> MaskArgs {
+        let reach = self.q_len as u64 + self.kv_len as u64;
+        let side = |w: Option<u32>| w.filter(|&w| (w as u64) <= reach).map_or(-1, |w| w as i32);
+        MaskArgs {
+            causal: i32::from(self.causal),
+            diag: self.diag().clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+            window_left: side(self.window_left),
+            window_right: side(self.window_right),
+        }
+    }
+
+    /// The keys query `i` sees: `lo..hi` (empty when `hi <= lo`: the row outputs zeros).
+    pub fn visible_keys(&self, i: u32) -> std::ops::Range<u32> {
+        let d = i as i64 + self.diag();
+        let lk = self.kv_len as i64;
+        let mut hi = lk;
+        if self.causal {
+            hi = hi.min(d + 1);
+        }
+        if let Some(w) = self.window_right {
+            hi = hi.min(d + w as i64 + 1);
+        }
+        let lo = self.window_left.map_or(0, |w| (d - w as i64).max(0));
+        let hi = hi.clamp(0, lk);
+        lo.min(hi) as u32..hi as u32
+    }
+
+    /// The `B,H,Lq,Lk,D,dtype[,options]` form the parser reads back (see [`SPEC_FORM`]).
     pub fn spec(&self) -> String {
-        format!(
-            "{},{},{},{},{},{}{}",
+        let mut s = format!(
+            "{},{},{},{},{},{}",
             self.batch,
             self.heads,
             self.q_len,
             self.kv_len,
             self.head_dim.get(),
             self.dtype.label(),
-            if self.causal { ",causal" } else { "" }
-        )
+        );
+        for option in self.options() {
+            s.push(',');
+            s.push_str(&option);
+        }
+        s
     }
 
-    /// Floating-point operations of the two products: 4·B·H·Lq·Lk·D, halved for causal
-    /// (the convention of FlashAttention's and PyTorch's benchmarks).
-    pub fn flops(&self) -> f64 {
-        let full = 4.0
-            * self.batch as f64
-            * self.heads as f64
-            * self.q_len as f64
-            * self.kv_len as f64
-            * self.head_dim.get() as f64;
+    /// The spec's options after the dtype, in the parser's words.
+    fn options(&self) -> Vec<String> {
+        let mut out = Vec::new();
         if self.causal {
-            full / 2.0
-        } else {
-            full
+            out.push(match self.align {
+                MaskAlign::TopLeft => "causal".into(),
+                MaskAlign::BottomRight => "causal=br".into(),
+            });
+        } else if self.align == MaskAlign::BottomRight {
+            out.push("align=br".into());
         }
+        if let Some(k) = self.kv_heads.filter(|&k| k != self.heads) {
+            out.push(format!("kv={k}"));
+        }
+        if self.window_left.is_some() || self.window_right.is_some() {
+            let side = |w: Option<u32>| w.map_or(String::new(), |w| w.to_string());
+            out.push(format!(
+                "window={}:{}",
+                side(self.window_left),
+                side(self.window_right)
+            ));
+        }
+        out
+    }
+
+    /// Floating-point operations of the two products: 4·B·H·Lq·Lk·D, halved for top-left
+    /// causal attention without a window (the convention of FlashAttention's and
+    /// PyTorch's benchmarks); any other mask counts the (query, key) pairs it leaves
+    /// visible.
+    pub fn flops(&self) -> f64 {
+        let per_pair = 4.0 * self.batch as f64 * self.heads as f64 * self.head_dim.get() as f64;
+        let full = per_pair * self.q_len as f64 * self.kv_len as f64;
+        if !self.masked() {
+            return full;
+        }
+        if self.causal
+            && self.align == MaskAlign::TopLeft
+            && self.window_left.is_none()
+            && self.window_right.is_none()
+        {
+            return full / 2.0;
+        }
+        let pairs: u64 = (0..self.q_len)
+            .map(|i| self.visible_keys(i).len() as u64)
+            .sum();
+        per_pair * pairs as f64
     }
 
     /// Multiply-adds of one of the two products, B·H·Lq·Lk·D, mask ignored (the size
@@ -147,10 +297,10 @@ impl Problem {
             * self.head_dim.get() as usize
     }
 
-    /// Elements of K (and of V).
+    /// Elements of K (and of V): `[B, kv_heads, Lk, D]`.
     pub fn kv_elems(&self) -> usize {
         self.batch as usize
-            * self.heads as usize
+            * self.kv_heads() as usize
             * self.kv_len as usize
             * self.head_dim.get() as usize
     }
@@ -174,62 +324,158 @@ impl Problem {
                 "problem fields `batch`·`heads` exceed 65535 (grid y limit); split the call".into(),
             );
         }
+        if let Some(k) = self.kv_heads {
+            if k == 0 || !self.heads.is_multiple_of(k) {
+                return Err(format!(
+                    "problem field `kv_heads` is {k}, which does not divide `heads` ({}); \
+                     use a divisor of heads (1 for multi-query attention, heads for none)",
+                    self.heads
+                ));
+            }
+        }
+        for (name, w) in [
+            ("window_left", self.window_left),
+            ("window_right", self.window_right),
+        ] {
+            if w.is_some_and(|w| w > i32::MAX as u32) {
+                return Err(format!(
+                    "problem field `{name}` is larger than {}; leave it out for no bound",
+                    i32::MAX
+                ));
+            }
+        }
         Ok(())
     }
 
-    /// A short label such as `B1 H8 L512 D64 f16` or `B2 H16 Lq77 Lk1000 D128 bf16 causal`.
+    /// A short label such as `B1 H8 L512 D64 f16`, `B2 H16 Lq77 Lk1000 D128 bf16 causal`
+    /// or `B1 H32/8 L4096 D128 f16 causal window 4096:`.
     pub fn label(&self) -> String {
         let lens = if self.q_len == self.kv_len {
             format!("L{}", self.q_len)
         } else {
             format!("Lq{} Lk{}", self.q_len, self.kv_len)
         };
-        format!(
-            "B{} H{} {} D{} {}{}",
-            self.batch,
-            self.heads,
-            lens,
-            self.head_dim,
-            self.dtype,
-            if self.causal { " causal" } else { "" }
-        )
+        let heads = match self.kv_heads.filter(|&k| k != self.heads) {
+            Some(k) => format!("H{}/{k}", self.heads),
+            None => format!("H{}", self.heads),
+        };
+        let mut s = format!(
+            "B{} {heads} {lens} D{} {}",
+            self.batch, self.head_dim, self.dtype
+        );
+        if self.causal {
+            s.push_str(match self.align {
+                MaskAlign::TopLeft => " causal",
+                MaskAlign::BottomRight => " causal-br",
+            });
+        } else if self.align == MaskAlign::BottomRight && self.masked() {
+            s.push_str(" br");
+        }
+        if self.window_left.is_some() || self.window_right.is_some() {
+            let side = |w: Option<u32>| w.map_or(String::new(), |w| w.to_string());
+            s.push_str(&format!(
+                " window {}:{}",
+                side(self.window_left),
+                side(self.window_right)
+            ));
+        }
+        s
     }
 }
 
-/// Parses `B,H,Lq,Lk,D,dtype[,causal]`, e.g. `1,8,512,512,64,f16` or `2,16,4096,4096,128,bf16,causal`.
+/// The problem syntax of `--problem`, the suites and the dispatch table.
+pub const SPEC_FORM: &str = "B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]\
+     [,align=br], e.g. 1,8,512,512,64,f16 or 1,32,4096,4096,128,bf16,causal,kv=8,window=4096:; \
+     kv=N: K/V heads (grouped-query attention), causal=br: the diagonal at the bottom right \
+     (query i sees keys j <= i + Lk - Lq), window=LEFT:RIGHT: keys at most LEFT before and \
+     RIGHT after the diagonal (a side left empty is unbounded), align=br: a window's \
+     diagonal at the bottom right without the causal mask";
+
+/// Parses [`SPEC_FORM`], e.g. `1,8,512,512,64,f16` or `1,32,4096,4096,128,f16,causal,kv=8`.
 impl std::str::FromStr for Problem {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Problem, String> {
-        const FORM: &str = "expected B,H,Lq,Lk,D,dtype[,causal], e.g. 1,8,512,512,64,f16";
         let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-        if !(6..=7).contains(&parts.len()) {
-            return Err(format!("`{s}`: {FORM}"));
+        if parts.len() < 6 {
+            return Err(format!("`{s}`: expected {SPEC_FORM}"));
         }
         let int = |i: usize, name: &str| {
-            parts[i]
-                .parse::<u32>()
-                .map_err(|_| format!("`{s}`: {name} `{}` is not a number; {FORM}", parts[i]))
+            parts[i].parse::<u32>().map_err(|_| {
+                format!(
+                    "`{s}`: {name} `{}` is not a number; expected {SPEC_FORM}",
+                    parts[i]
+                )
+            })
         };
         let dtype = match parts[5] {
             "f16" => Dtype::F16,
             "bf16" => Dtype::Bf16,
             other => return Err(format!("`{s}`: dtype `{other}` is not f16 or bf16")),
         };
-        let causal = match parts.get(6) {
-            None => false,
-            Some(&"causal") => true,
-            Some(other) => return Err(format!("`{s}`: `{other}` is not `causal`; {FORM}")),
-        };
-        let problem = Problem {
+        let mut problem = Problem {
             batch: int(0, "B")?,
             heads: int(1, "H")?,
             q_len: int(2, "Lq")?,
             kv_len: int(3, "Lk")?,
             head_dim: HeadDim::try_from(int(4, "D")?).map_err(|e| format!("`{s}`: {e}"))?,
             dtype,
-            causal,
+            ..Problem::seed()
         };
+        for option in &parts[6..] {
+            let (key, value) = option.split_once('=').unwrap_or((option, ""));
+            let align = |v: &str| match v {
+                "br" | "bottom-right" | "bottom_right" => Ok(MaskAlign::BottomRight),
+                "tl" | "top-left" | "top_left" => Ok(MaskAlign::TopLeft),
+                other => Err(format!(
+                    "`{s}`: alignment `{other}` is not `br` (bottom-right) or `tl` (top-left)"
+                )),
+            };
+            match key {
+                "causal" => {
+                    problem.causal = true;
+                    if !value.is_empty() {
+                        problem.align = align(value)?;
+                    }
+                }
+                "align" => problem.align = align(value)?,
+                "kv" | "kv_heads" => {
+                    problem.kv_heads = Some(value.parse::<u32>().map_err(|_| {
+                        format!("`{s}`: kv `{value}` is not a number of K/V heads; write kv=8")
+                    })?)
+                }
+                "window" => {
+                    let (left, right) = value.split_once(':').ok_or_else(|| {
+                        format!("`{s}`: window `{value}` is not LEFT:RIGHT; write window=4096: for a left window of 4096 keys")
+                    })?;
+                    let side = |v: &str, name: &str| -> Result<Option<u32>, String> {
+                        if v.is_empty() {
+                            return Ok(None);
+                        }
+                        match v.parse::<i64>() {
+                            Ok(w) if w < 0 => Err(format!(
+                                "`{s}`: window {name} {w} is negative; write a width of 0 or \
+                                 more keys, or leave the side empty for no bound"
+                            )),
+                            Ok(w) => u32::try_from(w)
+                                .map(Some)
+                                .map_err(|_| format!("`{s}`: window {name} {w} is too large")),
+                            Err(_) => Err(format!("`{s}`: window {name} `{v}` is not a number")),
+                        }
+                    };
+                    problem.window_left = side(left, "left")?;
+                    problem.window_right = side(right, "right")?;
+                }
+                other => {
+                    return Err(format!(
+                        "`{s}`: `{other}` is not an option; expected {SPEC_FORM}"
+                    ))
+                }
+            }
+        }
+        if problem.kv_heads == Some(problem.heads) {
+            problem.kv_heads = None;
+        }
         problem.validate().map(|()| problem)
     }
 }

@@ -40,6 +40,19 @@ int evo_attention_forward(const void* q, const void* k, const void* v, void* o,
                           int B, int H, int Lq, int Lk, int D, int dtype, int causal,
                           void* stream);
 
+/* Where the mask's diagonal sits when Lq != Lk. */
+#define EVO_ALIGN_TOP_LEFT 0     /* query i's diagonal is key i (PyTorch's is_causal) */
+#define EVO_ALIGN_BOTTOM_RIGHT 1 /* key i + Lk - Lq (FlashAttention, KV caches) */
+
+/* evo_attention_forward for the problems it cannot state: k and v [B, Hkv, Lk, D] with Hkv
+ * dividing H (grouped-query attention; 1 is multi-query), query head h reading K/V head
+ * h / (H / Hkv); the causal mask and a window at the diagonal `align` places: query i
+ * with diagonal key d sees keys j with j <= d (causal != 0), j >= d - window_left and
+ * j <= d + window_right (-1: that side unbounded). A row that sees no key is zeros. */
+int evo_attention_forward_ex(const void* q, const void* k, const void* v, void* o,
+                             int B, int H, int Hkv, int Lq, int Lk, int D, int dtype, int causal,
+                             int align, int window_left, int window_right, void* stream);
+
 /* The message of this thread's last error ("" after a success). */
 const char* evo_last_error(void);
 

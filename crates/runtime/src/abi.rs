@@ -14,6 +14,29 @@ pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
 pub const TENSOR_MAPS_SYMBOL: &str = "evo_tensor_maps";
 /// A persistent kernel exports this: CTAs per SM (kernels/ABI.md, "Persistent kernels").
 pub const PERSISTENT_SYMBOL: &str = "evo_persistent";
+/// A kernel of the second ABI (K/V heads and the mask's diagonal and window as
+/// arguments) exports this as `{2}`; a module without it is of the first.
+pub const ABI_SYMBOL: &str = "evo_abi";
+/// A kernel that packs the query heads of a K/V head into one CTA's rows exports this
+/// as `{1}` (kernels/ABI.md, "Packed grouped-query heads").
+pub const PACK_GQA_SYMBOL: &str = "evo_pack_gqa";
+/// The ABI versions the runtime launches.
+pub const ABI_VERSIONS: std::ops::RangeInclusive<u32> = 1..=2;
+
+/// The ABI version a module declares in `evo_abi`, refusing ones the runtime cannot
+/// launch.
+pub fn abi_version(v: &[i32]) -> Result<u32, String> {
+    match v.first() {
+        Some(&n) if n >= 1 && ABI_VERSIONS.contains(&(n as u32)) => Ok(n as u32),
+        other => Err(format!(
+            "{ABI_SYMBOL} declares version {other:?}; this runtime launches versions \
+             {}..={}: declare `extern \"C\" __constant__ int {ABI_SYMBOL}[1] = {{2}};` for \
+             the signature with K/V heads and the mask (kernels/ABI.md), or nothing for the first",
+            ABI_VERSIONS.start(),
+            ABI_VERSIONS.end()
+        )),
+    }
+}
 
 /// The launch geometry a kernel module declares in `evo_geometry`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -160,21 +183,21 @@ pub struct TensorMapArg(pub(crate) [u64; 16]);
 // `const __grid_constant__ CUtensorMap` parameter (the driver copies the bytes).
 unsafe impl DeviceRepr for TensorMapArg {}
 
-/// Encodes the 3-D map (D, L, B*H) of one [B, H, L, D] tensor: boxes of
+/// Encodes the 3-D map (D, L, B*heads) of one [B, heads, L, D] tensor: boxes of
 /// `spec.box_cols` x `rows` x 1, 128-byte swizzle, zeros for elements past L (so the
-/// partial tile of a head never reads the next head's rows). `len` is the tensor's L
-/// (`p.q_len` for Q, `p.kv_len` for K and V). The driver must be present
-/// ([`crate::driver_present`]).
+/// partial tile of a head never reads the next head's rows). `len` and `heads` are the
+/// tensor's (`p.q_len`, `p.heads` for Q; `p.kv_len`, `p.kv_heads()` for K and V). The
+/// driver must be present ([`crate::driver_present`]).
 pub fn encode_tensor_map(
     base: u64,
     p: &Problem,
-    len: u32,
+    (len, heads): (u32, u32),
     rows: u32,
     spec: &TensorMapSpec,
 ) -> Result<TensorMapArg, RuntimeError> {
     use cudarc::driver::sys as cu;
     let d = p.head_dim.get() as u64;
-    let dims = [d, len as u64, (p.batch * p.heads) as u64];
+    let dims = [d, len as u64, (p.batch * heads) as u64];
     let strides = [d * 2, len as u64 * d * 2];
     let boxes = [spec.box_cols, rows, 1u32];
     let element_strides = [1u32; 3];

@@ -8,7 +8,7 @@
 use crate::champions::Champions;
 use crate::error::RuntimeError;
 use crate::launch::Buffers;
-use evo_genome::{Dtype, HeadDim, Problem};
+use evo_genome::{Dtype, HeadDim, MaskAlign, Problem};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::PathBuf;
@@ -157,6 +157,7 @@ pub fn problem_of(dims: [c_int; 5], dtype: c_int, causal: c_int) -> Result<Probl
         head_dim,
         dtype,
         causal: causal != 0,
+        ..Problem::seed()
     })
 }
 
@@ -204,16 +205,102 @@ pub unsafe extern "C" fn evo_attention_forward(
 ) -> c_int {
     boundary(|| {
         let p = problem_of([b, h, lq, lk, d], dtype, causal)?;
-        let buffers = Buffers {
-            q: q as u64,
-            k: k as u64,
-            v: v as u64,
-            o: o as u64,
-            ..Buffers::default()
-        };
-        // SAFETY: the stream is the caller's (the function's contract); `forward`
-        // checks the pointers.
-        unsafe { champions()?.forward(&p, &buffers, stream as cudarc::driver::sys::CUstream) }
+        // SAFETY: the function's contract.
+        unsafe { forward_on(&p, [q, k, v, o as *const c_void], stream) }
+    })
+}
+
+/// The champion for `p` on the caller's `[q, k, v, o]` and stream.
+///
+/// # Safety
+/// As [`evo_attention_forward`]'s: `stream` is null or a live stream of the tensors'
+/// GPU; the pointers themselves are checked by [`Champions::forward`].
+unsafe fn forward_on(
+    p: &Problem,
+    [q, k, v, o]: [*const c_void; 4],
+    stream: *mut c_void,
+) -> Result<(), RuntimeError> {
+    let buffers = Buffers {
+        q: q as u64,
+        k: k as u64,
+        v: v as u64,
+        o: o as u64,
+        ..Buffers::default()
+    };
+    // SAFETY: the stream is the caller's (this function's contract); `forward` checks
+    // the pointers.
+    unsafe { champions()?.forward(p, &buffers, stream as cudarc::driver::sys::CUstream) }
+}
+
+/// The problem of `evo_attention_forward_ex`'s extra integers on top of [`problem_of`]'s.
+pub fn problem_ex(
+    base: Problem,
+    kv_heads: c_int,
+    align: c_int,
+    window: [c_int; 2],
+) -> Result<Problem, RuntimeError> {
+    if kv_heads < 1 {
+        return Err(RuntimeError::InvalidArgument(format!(
+            "Hkv is {kv_heads}; it must be at least 1 (H for multi-head attention)"
+        )));
+    }
+    let align = match align {
+        0 => MaskAlign::TopLeft,
+        1 => MaskAlign::BottomRight,
+        other => {
+            return Err(RuntimeError::InvalidArgument(format!(
+                "align code {other} is neither EVO_ALIGN_TOP_LEFT (0) nor \
+                 EVO_ALIGN_BOTTOM_RIGHT (1)"
+            )))
+        }
+    };
+    let side = |w: c_int, name: &str| match w {
+        -1 => Ok(None),
+        w if w >= 0 => Ok(Some(w as u32)),
+        w => Err(RuntimeError::InvalidArgument(format!(
+            "{name} is {w}; pass a width of 0 or more keys, or -1 for no bound"
+        ))),
+    };
+    let p = Problem {
+        kv_heads: (kv_heads as u32 != base.heads).then_some(kv_heads as u32),
+        align,
+        window_left: side(window[0], "window_left")?,
+        window_right: side(window[1], "window_right")?,
+        ..base
+    };
+    p.validate().map_err(RuntimeError::InvalidArgument)?;
+    Ok(p)
+}
+
+/// See `include/evo.h`.
+///
+/// # Safety
+/// As [`evo_attention_forward`].
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn evo_attention_forward_ex(
+    q: *const c_void,
+    k: *const c_void,
+    v: *const c_void,
+    o: *mut c_void,
+    b: c_int,
+    h: c_int,
+    hkv: c_int,
+    lq: c_int,
+    lk: c_int,
+    d: c_int,
+    dtype: c_int,
+    causal: c_int,
+    align: c_int,
+    window_left: c_int,
+    window_right: c_int,
+    stream: *mut c_void,
+) -> c_int {
+    boundary(|| {
+        let base = problem_of([b, h, lq, lk, d], dtype, causal)?;
+        let p = problem_ex(base, hkv, align, [window_left, window_right])?;
+        // SAFETY: the function's contract.
+        unsafe { forward_on(&p, [q, k, v, o as *const c_void], stream) }
     })
 }
 
@@ -252,6 +339,9 @@ mod tests {
             "int evo_init(const char* export_dir);",
             "int evo_attention_forward(const void* q, const void* k, const void* v, void* o,",
             "int B, int H, int Lq, int Lk, int D, int dtype, int causal,",
+            "int evo_attention_forward_ex(const void* q, const void* k, const void* v, void* o,",
+            "int B, int H, int Hkv, int Lq, int Lk, int D, int dtype, int causal,",
+            "int align, int window_left, int window_right, void* stream);",
             "const char* evo_last_error(void);",
             "const char* evo_version(void);",
         ] {
@@ -263,6 +353,8 @@ mod tests {
         }
         assert!(HEADER.contains("#define EVO_DTYPE_F16 0"));
         assert!(HEADER.contains("#define EVO_DTYPE_BF16 1"));
+        assert!(HEADER.contains("#define EVO_ALIGN_TOP_LEFT 0"));
+        assert!(HEADER.contains("#define EVO_ALIGN_BOTTOM_RIGHT 1"));
     }
 
     #[test]
@@ -312,6 +404,15 @@ mod tests {
         assert!(e.to_string().contains("D=96"), "{e}");
         let p = problem_of([2, 16, 77, 1000, 128], 1, 1).unwrap();
         assert_eq!(p.spec(), "2,16,77,1000,128,bf16,causal");
+        let gqa = problem_ex(p, 4, 1, [256, -1]).unwrap();
+        assert_eq!(
+            gqa.spec(),
+            "2,16,77,1000,128,bf16,causal=br,kv=4,window=256:"
+        );
+        let bad = |hkv, align, w| problem_ex(p, hkv, align, w).unwrap_err().to_string();
+        assert!(bad(3, 0, [-1, -1]).contains("`kv_heads` is 3"));
+        assert!(bad(4, 2, [-1, -1]).contains("align code 2"));
+        assert!(bad(4, 0, [-5, -1]).contains("window_left is -5"));
         // SAFETY: a static NUL-terminated string.
         let v = unsafe { CStr::from_ptr(evo_version()) };
         assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));

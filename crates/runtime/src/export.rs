@@ -82,7 +82,7 @@ pub struct ToleranceEntry {
 pub struct ChampionEntry {
     /// The class (`b2-h16-l4096-d128-causal`), as in the dispatch table.
     pub class: String,
-    /// `B,H,Lq,Lk,D,dtype[,causal]`: the shape the champion was evolved for.
+    /// `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]`: the shape the champion was evolved for.
     pub shape: String,
     pub batch: u32,
     pub heads: u32,

@@ -27,6 +27,30 @@ pub struct FwdArgs {
     pub lk: i32,
     pub causal: i32,
     pub scale: f32,
+    /// The second ABI's arguments; none for a kernel of the first.
+    pub shape: Option<ShapeArgs>,
+}
+
+/// The arguments the second ABI adds after `scale` (kernels/ABI.md): K/V heads, the
+/// diagonal's offset and the window's bounds (-1: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShapeArgs {
+    pub kv_heads: i32,
+    pub diag: i32,
+    pub window_left: i32,
+    pub window_right: i32,
+}
+
+impl ShapeArgs {
+    pub fn of(p: &Problem) -> ShapeArgs {
+        let m = p.mask_args();
+        ShapeArgs {
+            kv_heads: p.kv_heads() as i32,
+            diag: m.diag,
+            window_left: m.window_left,
+            window_right: m.window_right,
+        }
+    }
 }
 
 /// A kernel's argument values, as `cuLaunchKernel` and kernel graph nodes take them:
@@ -41,7 +65,7 @@ fn param<T>(x: &mut T) -> *mut c_void {
 
 impl Args for FwdArgs {
     fn params(&mut self) -> Vec<*mut c_void> {
-        let mut out = Vec::with_capacity(15);
+        let mut out = Vec::with_capacity(19);
         if let Some(maps) = &mut self.maps {
             out.extend(maps.iter_mut().map(param));
         }
@@ -59,6 +83,14 @@ impl Args for FwdArgs {
             param(&mut self.causal),
             param(&mut self.scale),
         ]);
+        if let Some(shape) = &mut self.shape {
+            out.extend([
+                param(&mut shape.kv_heads),
+                param(&mut shape.diag),
+                param(&mut shape.window_left),
+                param(&mut shape.window_right),
+            ]);
+        }
         out
     }
 }
@@ -142,6 +174,7 @@ impl AttentionModule {
     /// The launch shapes of the forward kernel and the combine.
     pub fn configs(&self, p: &Problem) -> (LaunchConfig, LaunchConfig) {
         let g = self.geometry();
+        let p = &self.launch_view(p);
         (
             LaunchConfig {
                 grid_dim: g.fwd_grid(p),
@@ -164,7 +197,7 @@ impl AttentionModule {
     /// without a split.
     pub fn workspace_len(&self, p: &Problem) -> Option<(usize, usize)> {
         let splits = self.geometry().split_kv;
-        (splits > 1).then(|| workspace_len(p, splits))
+        (splits > 1).then(|| workspace_len(&self.launch_view(p), splits))
     }
 
     /// Encodes Q, K and V's tensor maps when the kernel loads through the copy engine.
@@ -176,10 +209,12 @@ impl AttentionModule {
         let Some(spec) = self.tensor_map_spec() else {
             return Ok(None);
         };
+        let view = self.launch_view(p);
+        let (q, kv) = ((view.q_len, view.heads), (p.kv_len, p.kv_heads()));
         Ok(Some([
-            encode_tensor_map(b.q, p, p.q_len, spec.q_rows, &spec)?,
-            encode_tensor_map(b.k, p, p.kv_len, spec.kv_rows, &spec)?,
-            encode_tensor_map(b.v, p, p.kv_len, spec.kv_rows, &spec)?,
+            encode_tensor_map(b.q, p, q, spec.q_rows, &spec)?,
+            encode_tensor_map(b.k, p, kv, spec.kv_rows, &spec)?,
+            encode_tensor_map(b.v, p, kv, spec.kv_rows, &spec)?,
         ]))
     }
 
@@ -191,6 +226,7 @@ impl AttentionModule {
         b: &Buffers,
         maps: Option<[TensorMapArg; 3]>,
     ) -> Result<(FwdArgs, CombineArgs), RuntimeError> {
+        self.states(p)?;
         if maps.is_none() && self.tensor_map_spec().is_some() {
             return Err(RuntimeError::Abi(format!(
                 "{}: tensor maps not encoded",
@@ -213,14 +249,15 @@ impl AttentionModule {
                 lk,
                 causal: p.causal as i32,
                 scale: 1.0f32 / (p.head_dim.get() as f32).sqrt(),
+                shape: (self.abi() >= 2).then(|| ShapeArgs::of(p)),
             },
             CombineArgs {
                 ws_o: b.ws_o,
                 ws_lse: b.ws_lse,
                 o: b.o,
                 b: bh,
-                h,
-                lq,
+                h: self.launch_view(p).heads as i32,
+                lq: self.launch_view(p).q_len as i32,
                 splits: self.geometry().split_kv as i32,
             },
         ))
@@ -319,6 +356,7 @@ mod tests {
             lk: 10,
             causal: 1,
             scale: 0.125,
+            shape: None,
         };
         let params = args.params();
         assert_eq!(params.len(), 12);
@@ -330,5 +368,41 @@ mod tests {
             ..args
         };
         assert_eq!(with_maps.params().len(), 15);
+        let mut second = FwdArgs {
+            shape: Some(ShapeArgs {
+                kv_heads: 2,
+                diag: -3,
+                window_left: 64,
+                window_right: -1,
+            }),
+            ..args
+        };
+        let params = second.params();
+        assert_eq!(params.len(), 16);
+        // SAFETY: as above.
+        let (scale, hkv, diag) = unsafe {
+            (
+                *(params[11] as *const f32),
+                *(params[12] as *const i32),
+                *(params[13] as *const i32),
+            )
+        };
+        assert_eq!((scale, hkv, diag), (0.125, 2, -3));
+    }
+
+    #[test]
+    fn the_second_abi_takes_kv_heads_and_the_mask() {
+        let p: Problem = "1,32,77,1000,128,f16,causal=br,kv=8,window=100:"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            ShapeArgs::of(&p),
+            ShapeArgs {
+                kv_heads: 8,
+                diag: 923,
+                window_left: 100,
+                window_right: -1
+            }
+        );
     }
 }

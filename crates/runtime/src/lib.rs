@@ -8,7 +8,8 @@
 //! caller owns ([`launch`]). The gates launch through it and keep only what measures;
 //! an export's users reach it through [`Champions`] (dispatch by the champions' table),
 //! the C ABI of `include/evo.h` ([`capi`], this crate built as a cdylib) and the Python
-//! module `evo export` writes on top of that.
+//! module `evo export` writes on top of that. [`snapshot`] records an export's outputs
+//! and checks them on another machine.
 //!
 //! Without a driver or a GPU every constructor returns [`RuntimeError::NoDevice`] with
 //! the reason, never a panic ([`driver_present`] is asked before cudarc is touched).
@@ -21,11 +22,12 @@ mod error;
 pub mod export;
 pub mod launch;
 mod module;
+pub mod snapshot;
 
 pub use abi::{encode_tensor_map, Geometry, TensorMapArg, TensorMapSpec};
 pub use champions::Champions;
 pub use device::{driver_present, open_context, pointer_info, PointerInfo};
 pub use error::{driver, driver_message, RuntimeError};
 pub use export::{Export, Manifest};
-pub use launch::{launch, workspace_len, Args, Buffers, CombineArgs, FwdArgs};
+pub use launch::{launch, workspace_len, Args, Buffers, CombineArgs, FwdArgs, ShapeArgs};
 pub use module::{function, AttentionModule, ModuleImage};

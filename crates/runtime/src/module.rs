@@ -2,13 +2,14 @@
 //! maps it declares (kernels/ABI.md), checked against the device before any launch.
 
 use crate::abi::{
-    persistent_ctas, Geometry, TensorMapSpec, ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL,
-    PERSISTENT_SYMBOL, TENSOR_MAPS_SYMBOL,
+    abi_version, persistent_ctas, Geometry, TensorMapSpec, ABI_SYMBOL, ENTRY_COMBINE, ENTRY_FWD,
+    GEOMETRY_SYMBOL, PACK_GQA_SYMBOL, PERSISTENT_SYMBOL, TENSOR_MAPS_SYMBOL,
 };
 use crate::error::{driver, RuntimeError};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
+use evo_genome::Problem;
 use std::sync::Arc;
 
 /// What a module is loaded from.
@@ -40,6 +41,8 @@ pub struct AttentionModule {
     /// Set when the kernel loads through the copy engine: `evo_attention_fwd` then takes
     /// the Q, K and V tensor maps first.
     tensor_maps: Option<TensorMapSpec>,
+    abi: u32,
+    pack_gqa: bool,
 }
 
 /// An entry point of a module, or an error that says how to declare it.
@@ -134,6 +137,21 @@ impl AttentionModule {
                     .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?,
             ),
         };
+        let abi = match declared_ints(&module, stream, image, name, ABI_SYMBOL, 1)? {
+            None => 1,
+            Some(v) => abi_version(&v).map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?,
+        };
+        let pack_gqa = match declared_ints(&module, stream, image, name, PACK_GQA_SYMBOL, 1)? {
+            None => false,
+            Some(v) if v[0] == 1 && abi >= 2 => true,
+            Some(v) => {
+                return Err(RuntimeError::Abi(format!(
+                    "{name}: `{PACK_GQA_SYMBOL}` is {{{}}} in a kernel of ABI {abi}; a kernel \
+                     that packs grouped heads declares {{1}} and the second ABI",
+                    v[0]
+                )))
+            }
+        };
         if let Some(v) = declared_ints(&module, stream, image, name, PERSISTENT_SYMBOL, 1)? {
             let per_sm =
                 persistent_ctas(&v).map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
@@ -159,7 +177,46 @@ impl AttentionModule {
             combine,
             geometry,
             tensor_maps,
+            abi,
+            pack_gqa,
         })
+    }
+
+    /// The problem as the launch shapes see it: for a kernel that packs grouped heads
+    /// (`evo_pack_gqa`), one head per K/V head with `group · Lq` rows (the memory of Q
+    /// and O read that way, unchanged); the problem itself otherwise. The grid, the
+    /// combine, the split-KV workspace and Q's tensor map follow it; the forward kernel
+    /// still takes the problem's own sizes.
+    pub fn launch_view(&self, p: &Problem) -> Problem {
+        if !self.pack_gqa || p.group() == 1 {
+            return *p;
+        }
+        Problem {
+            heads: p.kv_heads(),
+            kv_heads: None,
+            q_len: p.q_len * p.group(),
+            ..*p
+        }
+    }
+
+    /// The ABI version the module declares (`evo_abi`; 1 when it declares none).
+    pub fn abi(&self) -> u32 {
+        self.abi
+    }
+
+    /// Whether the module's ABI can state `p`: the first states only multi-head
+    /// attention with a top-left causal mask or none ([`Problem::is_basic`]).
+    pub fn states(&self, p: &Problem) -> Result<(), RuntimeError> {
+        if self.abi >= 2 || p.is_basic() {
+            return Ok(());
+        }
+        Err(RuntimeError::Unsupported(format!(
+            "{} is a kernel of the first ABI (it declares no `{ABI_SYMBOL}`), whose arguments \
+             state only multi-head attention with a top-left causal mask or none; {p} needs \
+             the second: declare `extern \"C\" __constant__ int {ABI_SYMBOL}[1] = {{2}};` \
+             and take K/V heads, the diagonal and the window (kernels/ABI.md)",
+            self.name
+        )))
     }
 
     pub fn name(&self) -> &str {

@@ -14,6 +14,9 @@ pub(crate) struct Products {
     pub lk: i32,
     pub d: i32,
     pub batch: i32,
+    /// The batch entries read one K and V head (the query heads of one group in
+    /// grouped-query attention: a stride of 0); else one head each.
+    pub kv_shared: bool,
     /// Q, K, V (and P in the second product).
     pub inputs: cudaDataType,
     pub scores: cudaDataType,
@@ -30,11 +33,21 @@ fn blas_err(during: &str) -> impl FnOnce(result::CublasError) -> GateError {
 }
 
 impl Products {
+    /// Elements between the K (or V) heads of consecutive batch entries.
+    fn kv_stride(&self) -> i64 {
+        if self.kv_shared {
+            0
+        } else {
+            self.lk as i64 * self.d as i64
+        }
+    }
+
     /// S = Q·Kᵀ (unscaled) into `s`, Lq·Lk per head.
     ///
     /// # Safety
     /// `q`, `k` and `s` are live device buffers of at least `batch` heads of Q [Lq, D],
-    /// K [Lk, D] (elements of `inputs`) and S [Lq, Lk] (elements of `scores`).
+    /// K [Lk, D] (one head when `kv_shared`; elements of `inputs`) and S [Lq, Lk]
+    /// (elements of `scores`).
     pub unsafe fn scores(
         &self,
         blas: &CudaBlas,
@@ -58,7 +71,7 @@ impl Products {
                 k as *const _,
                 self.inputs,
                 d,
-                (lk as i64) * (d as i64),
+                self.kv_stride(),
                 q as *const _,
                 self.inputs,
                 d,
@@ -80,7 +93,8 @@ impl Products {
     ///
     /// # Safety
     /// `p`, `v` and `o` are live device buffers of at least `batch` heads of P [Lq, Lk],
-    /// V [Lk, D] (elements of `inputs`) and O [Lq, D] (elements of `output`).
+    /// V [Lk, D] (one head when `kv_shared`; elements of `inputs`) and O [Lq, D]
+    /// (elements of `output`).
     pub unsafe fn weighted_sum(
         &self,
         blas: &CudaBlas,
@@ -105,7 +119,7 @@ impl Products {
                 v as *const _,
                 self.inputs,
                 d,
-                (lk as i64) * (d as i64),
+                self.kv_stride(),
                 p as *const _,
                 self.inputs,
                 lk,

@@ -59,6 +59,13 @@ impl HybridKernel {
     }
 
     fn ensure(&mut self, p: Problem, sets: usize, fast: bool) -> Result<(), GateError> {
+        if !p.is_basic() {
+            return Err(GateError::Abi(format!(
+                "cublas-hybrid states only multi-head attention with a top-left causal \
+                 mask or none, not {p}; the SDPA baselines (scripts/sdpa_baseline.py) \
+                 cover it"
+            )));
+        }
         if !self
             .rig
             .as_ref()
@@ -127,6 +134,7 @@ impl HybridKernel {
             lk,
             d,
             batch: bh,
+            kv_shared: false,
             inputs: elem,
             scores: blas_sys::cudaDataType::CUDA_R_32F,
             output: elem,
@@ -174,6 +182,17 @@ impl HybridKernel {
 impl AttentionKernel for HybridKernel {
     fn name(&self) -> &str {
         "cublas-hybrid"
+    }
+
+    fn states(&self, problem: &Problem) -> Result<(), String> {
+        if problem.is_basic() {
+            Ok(())
+        } else {
+            Err(format!(
+                "cublas-hybrid states only multi-head attention with a top-left causal mask \
+                 or none, not {problem}"
+            ))
+        }
     }
 
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {

@@ -14,8 +14,7 @@ use crate::kernel::{
 use cudarc::driver::{CudaContext, CudaStream};
 use evo_genome::Problem;
 use evo_runtime::{
-    encode_tensor_map, AttentionModule, Buffers, CombineArgs, FwdArgs, Geometry, TensorMapArg,
-    TensorMapSpec,
+    AttentionModule, Buffers, CombineArgs, FwdArgs, Geometry, TensorMapArg, TensorMapSpec,
 };
 use std::sync::Arc;
 
@@ -118,20 +117,27 @@ impl LoadedKernel {
             Some(lens) => Some(Workspace::new(&self.stream, lens)?),
             None => None,
         };
-        self.maps = match self.module.tensor_map_spec() {
-            None => None,
-            Some(spec) => {
-                let st = &self.stream;
-                let map =
-                    |base: u64, len: u32, rows: u32| encode_tensor_map(base, &p, len, rows, &spec);
-                let (mut q, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new());
-                for s in 0..slots.sets {
-                    q.push(map(slots.q(s, st), p.q_len, spec.q_rows)?);
-                    k.push(map(slots.k(s, st), p.kv_len, spec.kv_rows)?);
-                    v.push(map(slots.v(s, st), p.kv_len, spec.kv_rows)?);
+        self.maps = if self.module.tensor_map_spec().is_none() {
+            None
+        } else {
+            // The runtime encodes each slot's maps as any launch's (Q's as the launch sees
+            // it: a packing kernel's heads are K/V heads).
+            let st = &self.stream;
+            let (mut q, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new());
+            for s in 0..slots.sets {
+                let b = Buffers {
+                    q: slots.q(s, st),
+                    k: slots.k(s, st),
+                    v: slots.v(s, st),
+                    ..Buffers::default()
+                };
+                if let Some([mq, mk, mv]) = self.module.encode_maps(&p, &b)? {
+                    q.push(mq);
+                    k.push(mk);
+                    v.push(mv);
                 }
-                Some(SlotMaps { q, k, v })
             }
+            Some(SlotMaps { q, k, v })
         };
         self.rig = Some(Rig::new(
             self.stream.clone(),
@@ -230,6 +236,11 @@ impl LoadedKernel {
 impl AttentionKernel for LoadedKernel {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// See `AttentionModule::states`.
+    fn states(&self, p: &Problem) -> Result<(), String> {
+        self.module.states(p).map_err(|e| e.to_string())
     }
 
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {

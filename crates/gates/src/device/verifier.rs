@@ -238,32 +238,42 @@ impl Verifier {
             ptr(&sc.s, st),
         );
         let (q_head, kv_head) = ((lq as u64) * (d as u64) * 4, (lk as u64) * (d as u64) * 4);
+        let (heads, group) = (p.heads as usize, p.group() as usize);
         let mut h0 = 0;
         while h0 < bh {
-            let n = sc.heads_per_pass.min(bh - h0);
+            // Grouped-query attention: a pass stays within one group, whose query heads
+            // all read one K/V head (cuBLAS's batch stride 0 for K and V).
+            let n = if group > 1 {
+                sc.heads_per_pass.min(group - h0 % group)
+            } else {
+                sc.heads_per_pass.min(bh - h0)
+            };
+            let kv0 = (h0 / heads * p.kv_heads() as usize + h0 % heads / group) as u64;
             let products = Products {
                 lq,
                 lk,
                 d,
                 batch: n as i32,
+                kv_shared: group > 1,
                 inputs: blas_sys::cudaDataType::CUDA_R_32F,
                 scores: blas_sys::cudaDataType::CUDA_R_32F,
                 output: blas_sys::cudaDataType::CUDA_R_32F,
                 compute: blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_PEDANTIC,
             };
             // SAFETY: the scratch buffers of this problem: Q and O hold B·H·Lq·D floats,
-            // K and V B·H·Lk·D, S `heads_per_pass`·Lq·Lk; heads [h0, h0 + n) are within.
+            // K and V B·Hkv·Lk·D, S `heads_per_pass`·Lq·Lk; heads [h0, h0 + n) are within,
+            // and so are their K/V heads (one, or n from kv0 when not grouped).
             unsafe {
                 products.scores(
                     &self.blas,
                     pq + h0 as u64 * q_head,
-                    pk + h0 as u64 * kv_head,
+                    pk + kv0 * kv_head,
                     ps,
                     "the reference",
                 )?
             };
             let rows = (n * lq as usize) as i32;
-            let causal = i32::from(p.causal);
+            let mask = p.mask_args();
             let scale = 1.0f32 / (d as f32).sqrt();
             let cfg = LaunchConfig {
                 grid_dim: (rows as u32, 1, 1),
@@ -275,17 +285,21 @@ impl Verifier {
                 .arg(&rows)
                 .arg(&lq)
                 .arg(&lk)
-                .arg(&causal)
+                .arg(&mask.causal)
+                .arg(&mask.diag)
+                .arg(&mask.window_left)
+                .arg(&mask.window_right)
                 .arg(&scale);
             // SAFETY: `evo_reference_softmax(float* S, int rows, int Lq, int Lk, int
-            // causal, float scale)` over the `rows`·Lk scores just computed.
+            // causal, int diag, int wl, int wr, float scale)` over the `rows`·Lk scores
+            // just computed.
             unsafe { args.launch(cfg) }.map_err(driver("the reference's softmax"))?;
             // SAFETY: as above; S holds P now.
             unsafe {
                 products.weighted_sum(
                     &self.blas,
                     ps,
-                    pv + h0 as u64 * kv_head,
+                    pv + kv0 * kv_head,
                     po + h0 as u64 * q_head,
                     "the reference",
                 )?

@@ -26,6 +26,7 @@ pub(super) fn case(
             head_dim: d,
             dtype,
             causal,
+            ..Problem::seed()
         },
         q_gain,
         drawn: false,
@@ -231,4 +232,68 @@ fn a_kernel_that_stops_working_after_green_fails_fast_verification() {
         e.detail
     );
     assert!(e.timings.is_empty() && e.score_us.is_none());
+}
+
+#[test]
+fn grouped_heads_diagonals_and_windows_are_judged() {
+    let kinds: Vec<Case> = [
+        "2,6,9,40,64,f16,causal=br,kv=2",
+        "1,4,30,9,64,bf16,causal=br,kv=1",
+        "1,2,50,50,128,f16,causal,window=7:",
+        "1,3,20,60,64,f16,window=5:9,align=br,kv=1",
+    ]
+    .iter()
+    .map(|spec| Case {
+        problem: spec.parse().unwrap(),
+        q_gain: 1.0,
+        drawn: false,
+    })
+    .collect();
+    let run = |b| {
+        run_green(
+            &mut FakeKernel::new(b),
+            &kinds,
+            GreenOptions {
+                seed: 3,
+                stop_at_first_failure: false,
+            },
+        )
+        .unwrap()
+    };
+    let right = run(Behaviour::Correct);
+    assert!(right.passed(), "{}", right.failures());
+    assert!(right.skipped.is_empty());
+    // A kernel that drops the mask is caught on every masked kind, the window included.
+    let unmasked = run(Behaviour::IgnoresCausal);
+    assert!(!unmasked.passed());
+    assert!(unmasked.cases.iter().skip(1).all(|c| !c.passed()));
+}
+
+#[test]
+fn a_first_abi_kernel_runs_the_cases_it_cannot_state_as_their_basic_form() {
+    let cases: Vec<Case> = [
+        "1,8,77,300,64,f16,causal=br,kv=2",
+        "1,2,40,40,64,f16,causal",
+    ]
+    .iter()
+    .map(|spec| Case {
+        problem: spec.parse().unwrap(),
+        q_gain: 1.0,
+        drawn: true,
+    })
+    .collect();
+    let r = run_green(
+        &mut FakeKernel::new(Behaviour::FirstAbi),
+        &cases,
+        GreenOptions {
+            seed: 4,
+            stop_at_first_failure: false,
+        },
+    )
+    .unwrap();
+    assert!(r.passed(), "{}", r.failures());
+    assert_eq!(r.skipped.len(), 1, "{:?}", r.skipped);
+    // The drawn lengths still ran: a kernel cannot dodge them by its ABI.
+    assert_eq!(r.cases.len(), 2);
+    assert_eq!(r.cases[0].problem.spec(), "1,8,77,300,64,f16,causal");
 }

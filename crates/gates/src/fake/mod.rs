@@ -51,6 +51,9 @@ pub enum Behaviour {
     SparseRowDefect,
     /// Correct, but writes into its own K after the launch.
     WritesIntoInputs,
+    /// Correct, and of the first kernel ABI: it states only multi-head attention with a
+    /// top-left causal mask or none.
+    FirstAbi,
 }
 
 /// What a timed O slot holds: the poison, or the kernel's output on the inputs drawn
@@ -260,23 +263,40 @@ fn attention(inputs: &Inputs, behaviour: Behaviour) -> Vec<u16> {
                 continue;
             }
             let o = &mut out[(bh * lq + i) * d..(bh * lq + i + 1) * d];
+            let kvh = bh / p.heads as usize * p.kv_heads() as usize
+                + bh % p.heads as usize / p.group() as usize;
             match behaviour {
                 Behaviour::Zeros => o.fill(to_bits(p.dtype, 0.0)),
                 Behaviour::CopiesV => {
                     for c in 0..d {
-                        o[c] = to_bits(p.dtype, v[(bh * lk + i.min(lk - 1)) * d + c]);
+                        o[c] = to_bits(p.dtype, v[(kvh * lk + i.min(lk - 1)) * d + c]);
                     }
                 }
                 _ => {
-                    let causal = p.causal && behaviour != Behaviour::IgnoresCausal;
-                    let mut visible = if causal { (i + 1).min(lk) } else { lk };
-                    if behaviour == Behaviour::DropsLastKey && visible == lk && lk > 1 {
-                        visible -= 1;
+                    let keys = if behaviour == Behaviour::IgnoresCausal {
+                        let unmasked = Problem {
+                            causal: false,
+                            window_left: None,
+                            window_right: None,
+                            ..*p
+                        };
+                        unmasked.visible_keys(i as u32)
+                    } else {
+                        p.visible_keys(i as u32)
+                    };
+                    let mut keys = keys.start as usize..keys.end as usize;
+                    if behaviour == Behaviour::DropsLastKey && keys.end == lk && keys.len() > 1 {
+                        keys.end -= 1;
                     }
-                    let s: Vec<f32> = (0..visible)
+                    if keys.is_empty() {
+                        o.fill(to_bits(p.dtype, 0.0));
+                        continue;
+                    }
+                    let s: Vec<f32> = keys
+                        .clone()
                         .map(|j| {
                             (0..d)
-                                .map(|c| q[(bh * lq + i) * d + c] * k[(bh * lk + j) * d + c])
+                                .map(|c| q[(bh * lq + i) * d + c] * k[(kvh * lk + j) * d + c])
                                 .sum::<f32>()
                                 * scale
                         })
@@ -293,7 +313,11 @@ fn attention(inputs: &Inputs, behaviour: Behaviour) -> Vec<u16> {
                         _ => 0.0,
                     };
                     for c in 0..d {
-                        let acc: f32 = (0..visible).map(|j| e[j] * v[(bh * lk + j) * d + c]).sum();
+                        let acc: f32 = keys
+                            .clone()
+                            .zip(&e)
+                            .map(|(j, e)| e * v[(kvh * lk + j) * d + c])
+                            .sum();
                         o[c] = to_bits(p.dtype, acc / l + bias);
                     }
                 }
@@ -326,6 +350,13 @@ fn from_reference(inputs: &Inputs, behaviour: Behaviour) -> Vec<u16> {
 }
 
 impl AttentionKernel for FakeKernel {
+    fn states(&self, problem: &Problem) -> Result<(), String> {
+        if self.behaviour == Behaviour::FirstAbi && !problem.is_basic() {
+            return Err("a kernel of the first ABI".into());
+        }
+        Ok(())
+    }
+
     fn name(&self) -> &str {
         "fake"
     }

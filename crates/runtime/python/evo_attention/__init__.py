@@ -3,6 +3,7 @@
     import sys; sys.path.insert(0, "OUT/python")
     import evo_attention
     o = evo_attention.sdpa(q, k, v, is_causal=True)
+    o = evo_attention.sdpa(q, k8, v8, is_causal=True, enable_gqa=True)  # K/V [B, 8, L, D]
 
 `sdpa` takes CUDA tensors [B, H, L, D] and runs the champion the export's dispatch table
 picks for the shape; for what the export does not cover (a head dim no champion was
@@ -54,7 +55,7 @@ def _dtype_code(torch, dtype):
     return {torch.float16: _lib.DTYPE_F16, torch.bfloat16: _lib.DTYPE_BF16}.get(dtype)
 
 
-def _uncovered(q, k, v, is_causal):
+def _uncovered(q, k, v, is_causal, enable_gqa=False):
     """(kind, message) when the export cannot run this call, else None."""
     import torch
 
@@ -69,10 +70,18 @@ def _uncovered(q, k, v, is_causal):
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         return "layout", f"shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}: expected [B, H, L, D]"
     b, h, lq, d = q.shape
-    if tuple(k.shape[:2]) != (b, h) or k.shape[3] != d or tuple(v.shape) != tuple(k.shape):
+    hkv = k.shape[1]
+    grouped_ok = enable_gqa and hkv >= 1 and h % hkv == 0
+    if (
+        k.shape[0] != b
+        or (hkv != h and not grouped_ok)
+        or k.shape[3] != d
+        or tuple(v.shape) != tuple(k.shape)
+    ):
         return "layout", (
             f"shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}: k and v must be "
-            "[B, H, Lk, D] with q's B, H and D (no grouped-query heads)"
+            "[B, Hkv, Lk, D] with q's B and D, and Hkv = H (or, with enable_gqa=True, a "
+            "divisor of H)"
         )
     if min(b, h, lq, k.shape[2]) < 1 or b * h > 65535:
         return "shape", f"shape {tuple(q.shape)}: B, H, L >= 1 and B*H <= 65535"
@@ -92,9 +101,9 @@ def _uncovered(q, k, v, is_causal):
     return None
 
 
-def covers(q, k, v, is_causal=False):
+def covers(q, k, v, is_causal=False, enable_gqa=False):
     """True when `sdpa` would run a champion on these tensors."""
-    return _uncovered(q, k, v, is_causal) is None
+    return _uncovered(q, k, v, is_causal, enable_gqa) is None
 
 
 def _warn_once(kind, message):
@@ -113,19 +122,25 @@ def _launch(torch, lib, q, k, v, out, is_causal):
     from the pointers and makes its context current); returns the status code."""
     b, h, lq, d = q.shape
     stream = torch.cuda.current_stream(q.device).cuda_stream
+    dims = (b, h, lq, k.shape[2], d)
+    if k.shape[1] != h:
+        return lib.forward_ex(
+            q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+            dims, k.shape[1], _dtype_code(torch, q.dtype), is_causal, stream,
+        )
     return lib.forward(
         q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
-        (b, h, lq, k.shape[2], d), _dtype_code(torch, q.dtype), is_causal, stream,
+        dims, _dtype_code(torch, q.dtype), is_causal, stream,
     )
 
 
-def forward(q, k, v, out, is_causal=False):
+def forward(q, k, v, out, is_causal=False, enable_gqa=False):
     """out = softmax(q kᵀ / sqrt(D) + mask) v with the champion for the shape, enqueued
     on the current stream. Raises TypeError / ValueError for what the export does not
     cover, RuntimeError with the runtime's message for what fails."""
     import torch
 
-    why = _uncovered(q, k, v, is_causal)
+    why = _uncovered(q, k, v, is_causal, enable_gqa)
     if why is not None:
         kind, message = why
         raise (TypeError if kind in ("type", "dtype") else ValueError)(f"evo_attention: {message}")
@@ -141,12 +156,20 @@ def forward(q, k, v, out, is_causal=False):
     return out
 
 
-def sdpa(q, k, v, is_causal=False):
-    """torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
-    with the champion for the shape where the export covers it (see the module's doc)."""
+def sdpa(q, k, v, is_causal=False, enable_gqa=False):
+    """torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal,
+    enable_gqa=enable_gqa) with the champion for the shape where the export covers it
+    (see the module's doc)."""
     import torch
 
-    why = _uncovered(q, k, v, is_causal)
+    def fallback():
+        if enable_gqa:
+            return torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, is_causal=is_causal, enable_gqa=True
+            )
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+
+    why = _uncovered(q, k, v, is_causal, enable_gqa)
     if why is None:
         try:
             lib = _library()
@@ -154,12 +177,12 @@ def sdpa(q, k, v, is_causal=False):
             why = ("library", str(e))
     if why is not None:
         _warn_once(*why)
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+        return fallback()
     out = torch.empty_like(q)
     status = _launch(torch, lib, q, k, v, out, is_causal)
     if status == _lib.UNSUPPORTED:
         _warn_once("runtime", lib.last_error())
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+        return fallback()
     if status != _lib.OK:
         raise RuntimeError(f"evo_attention: {lib.last_error()}")
     return out

@@ -27,6 +27,10 @@ class Library:
             ctypes.c_void_p
         ]
         lib.evo_attention_forward.restype = ctypes.c_int
+        lib.evo_attention_forward_ex.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 11 + [
+            ctypes.c_void_p
+        ]
+        lib.evo_attention_forward_ex.restype = ctypes.c_int
         lib.evo_last_error.argtypes = []
         lib.evo_last_error.restype = ctypes.c_char_p
         lib.evo_version.argtypes = []
@@ -47,6 +51,14 @@ class Library:
         b, h, lq, lk, d = dims
         return self.lib.evo_attention_forward(
             q, k, v, o, b, h, lq, lk, d, dtype, int(bool(causal)), stream
+        )
+
+    def forward_ex(self, q, k, v, o, dims, kv_heads, dtype, causal, stream):
+        """evo_attention_forward_ex with K/V heads (top-left diagonal, no window, as
+        torch's `is_causal` and `enable_gqa`); returns the status code."""
+        b, h, lq, lk, d = dims
+        return self.lib.evo_attention_forward_ex(
+            q, k, v, o, b, h, kv_heads, lq, lk, d, dtype, int(bool(causal)), 0, -1, -1, stream
         )
 
 
