@@ -303,13 +303,51 @@ mod tests {
     }
 
     fn pick(spec: &str) -> String {
-        let t = table();
+        pick_in(&table(), spec)
+    }
+
+    /// The class name `t` picks for `spec`.
+    fn pick_in(t: &DispatchTable, spec: &str) -> String {
         let p: Problem = spec.parse().unwrap();
         t.choose(&p, Path::new("dispatch.toml"))
             .unwrap()
             .class
             .name
             .clone()
+    }
+
+    #[test]
+    fn grouped_and_windowed_shapes_prefer_a_class_of_their_kind() {
+        let mut t = table();
+        t.classes.extend(
+            [
+                "16,32,1,8192,128,f16,causal=br,kv=8",
+                "1,32,8192,8192,128,f16,causal,kv=8,window=4096:",
+            ]
+            .into_iter()
+            .map(class),
+        );
+        assert_eq!(
+            t.classes[7].name, "b16-h32kv8-lq1-lk8192-d128-causal-br",
+            "the class name says the kind"
+        );
+        assert_eq!(t.classes[8].name, "b1-h32kv8-l8192-d128-causal-wl4096");
+        let pick = |spec: &str| pick_in(&t, spec);
+        // A grouped decode of another batch goes to the grouped decode class, not to the
+        // causal D128 prefill nearer in work.
+        assert_eq!(
+            pick("4,32,1,16384,128,bf16,causal=br,kv=4"),
+            "b16-h32kv8-lq1-lk8192-d128-causal-br"
+        );
+        assert_eq!(
+            pick("1,16,4096,4096,128,f16,causal,kv=4,window=1024:"),
+            "b1-h32kv8-l8192-d128-causal-wl4096"
+        );
+        // Without a class of its kind, the causality decides as before.
+        assert_eq!(
+            pick("1,16,4096,4096,128,f16,kv=16,window=64:64"),
+            "b2-h16-l4096-d128"
+        );
     }
 
     #[test]

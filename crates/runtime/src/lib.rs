@@ -30,4 +30,4 @@ pub use device::{driver_present, open_context, pointer_info, PointerInfo};
 pub use error::{driver, driver_message, RuntimeError};
 pub use export::{Export, Manifest};
 pub use launch::{launch, workspace_len, Args, Buffers, CombineArgs, FwdArgs, ShapeArgs};
-pub use module::{function, AttentionModule, ModuleImage};
+pub use module::{function, packed_view, AttentionModule, ModuleImage};

@@ -188,15 +188,7 @@ impl AttentionModule {
     /// combine, the split-KV workspace and Q's tensor map follow it; the forward kernel
     /// still takes the problem's own sizes.
     pub fn launch_view(&self, p: &Problem) -> Problem {
-        if !self.pack_gqa || p.group() == 1 {
-            return *p;
-        }
-        Problem {
-            heads: p.kv_heads(),
-            kv_heads: None,
-            q_len: p.q_len * p.group(),
-            ..*p
-        }
+        packed_view(p, self.pack_gqa)
     }
 
     /// The ABI version the module declares (`evo_abi`; 1 when it declares none).
@@ -252,6 +244,20 @@ impl AttentionModule {
     }
 }
 
+/// `p` as a kernel that packs grouped heads (`pack`) is launched: `kv_heads` heads of
+/// `group · Lq` rows each; `p` itself otherwise, or without groups.
+pub fn packed_view(p: &Problem, pack: bool) -> Problem {
+    if !pack || p.group() == 1 {
+        return *p;
+    }
+    Problem {
+        heads: p.kv_heads(),
+        kv_heads: None,
+        q_len: p.q_len * p.group(),
+        ..*p
+    }
+}
+
 /// The first `n` ints of an optional ABI symbol, None when the module does not declare
 /// it. Only a module whose symbol table names it is asked for it: a failed look-up is a
 /// driver error that compute-sanitizer counts against the run.
@@ -284,4 +290,21 @@ fn declared_ints(
         )));
     }
     Ok(Some(ints(&raw[..4 * n])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packing_kernel_is_launched_over_kv_heads_with_group_times_lq_rows() {
+        let p: Problem = "16,32,3,8192,128,f16,causal=br,kv=8".parse().unwrap();
+        let v = packed_view(&p, true);
+        assert_eq!((v.heads, v.kv_heads(), v.q_len, v.kv_len), (8, 8, 12, 8192));
+        // The same Q and O elements, read in their own order.
+        assert_eq!(v.q_elems(), p.q_elems());
+        assert_eq!(packed_view(&p, false), p);
+        let mha: Problem = "2,16,77,77,64,f16".parse().unwrap();
+        assert_eq!(packed_view(&mha, true), mha);
+    }
 }
