@@ -23,8 +23,9 @@ With `causal`, keys j > diag(i) are masked. A row that sees no key outputs zeros
 
 Prints notes on stderr and one JSON array on the last line of stdout, one object per
 (shape, backend): backend, problem, device, median_us, min_us, max_us, tflops,
-rel_frob, max_abs, error (null unless the backend refused the shape), timing ("graph";
-with --cold-l2 each backend also gets a "cold-l2" row). Rows of problems that are not
+rel_frob, max_abs, error (null unless the backend refused the shape), timing ("graph",
+or "events" for calls of 200 µs and more; with --cold-l2 each backend also gets a
+"cold-l2" row). Rows of problems that are not
 plain (plain: K/V with all heads, and no mask or one `is_causal` states) add:
   mask          how the mask reached the backend: "none" (no key is masked), "is_causal"
                 (top-left causal, also bottom-right causal with Lq == Lk), "attn_mask"
@@ -63,7 +64,10 @@ backend that cannot take the call reports its error (no silent math fallback).
 
 Timing (as crates/gates/src/fast.rs): warm-up 25 ms; N calls captured in one CUDA
 graph, N chosen so a replay lasts >= 1 ms; 20 replays, each between two events;
-median/min/max per call. When one input set (Q, K, V, O; K and V with the heads the
+median/min/max per call. A call of 200 µs or more is timed as FAST times one: 20
+single calls, each between two events with the device idle before it ("events"), so a
+long evo kernel and its baseline are timed alike (back to back, long kernels can run
+at lower clocks). When one input set (Q, K, V, O; K and V with the heads the
 call reads: kv_heads, or all heads for expanded-kv) is under L2 (50 MB) the captured
 calls rotate among ceil(2 * 50 MB / set bytes) sets (at most 64), so the inputs are
 not L2-resident. TFLOP/s = flops(p) / t, evo's Problem::flops: 4*B*H*Lq*Lk*D, halved
@@ -321,7 +325,16 @@ def compare(out, ref, has_key=None):
 
 # --- CUDA ---------------------------------------------------------------------------
 
+# As FAST (crates/gates/src/fast.rs, `graph_below_us`): a call this long or longer is
+# timed alone between two events, one per repeat, rather than back to back in a graph,
+# so that evo's kernels and these baselines are timed alike (a long kernel run back to
+# back can run at lower clocks than one timed alone).
+EVENTS_FROM_US = 200.0
+
+
 def time_graph(fn, calls_hint=None):
+    """(median, min, max) µs per call and the method: "graph" (replays of captured
+    calls) or, for calls of EVENTS_FROM_US and more, "events" (single calls)."""
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     # warm-up (25 ms) and a single-call estimate
@@ -334,6 +347,15 @@ def time_graph(fn, calls_hint=None):
         fn(i)
     end.record(); torch.cuda.synchronize()
     est_ms = start.elapsed_time(end) / 10
+    if est_ms * 1e3 >= EVENTS_FROM_US:
+        per_call = []
+        for i in range(20):
+            start.record(); fn(i); end.record(); torch.cuda.synchronize()
+            per_call.append(start.elapsed_time(end) * 1e3)
+        per_call.sort()
+        n = len(per_call)
+        median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
+        return median, per_call[0], per_call[-1], "events"
     calls = max(1, min(4096, math.ceil(1.0 / max(est_ms, 1e-6))))
     while True:
         stream = torch.cuda.Stream()
@@ -359,7 +381,7 @@ def time_graph(fn, calls_hint=None):
     per_call.sort()
     n = len(per_call)
     median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-    return median, per_call[0], per_call[-1]
+    return median, per_call[0], per_call[-1], "graph"
 
 
 def time_cold(fn, reps=20):
@@ -502,8 +524,9 @@ def main():
                         n = input_sets(p, kv=kv[0].shape[1])
                         sets = [(q,) + kv] + [(q.clone(), kv[0].clone(), kv[1].clone()) for _ in range(n - 1)]
                         fn = lambda i: attend(*sets[i % len(sets)], native)
-                        med, lo, hi = time_graph(fn)
-                        row.update(median_us=med, min_us=lo, max_us=hi, tflops=flops(p) / (med * 1e-6) / 1e12)
+                        med, lo, hi, method = time_graph(fn)
+                        row.update(median_us=med, min_us=lo, max_us=hi, timing=method,
+                                   tflops=flops(p) / (med * 1e-6) / 1e12)
                         if args.cold_l2:
                             med, lo, hi = time_cold(fn)
                             cold.update(median_us=med, min_us=lo, max_us=hi,

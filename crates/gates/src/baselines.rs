@@ -83,7 +83,8 @@ pub struct SdpaResult {
     pub max_abs: Option<f64>,
     #[serde(default)]
     pub error: Option<String>,
-    /// `graph` (replays of captured calls), or `cold-l2` (single calls after L2 was
+    /// `graph` (replays of captured calls), `events` (single calls, for calls of 200 µs
+    /// and more, as FAST times them), or `cold-l2` (single calls after L2 was
     /// overwritten); absent in the output of older scripts, which timed graphs only.
     #[serde(default = "graph_timing")]
     pub timing: String,
