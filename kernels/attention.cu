@@ -931,11 +931,16 @@ using namespace evo;
 // Register budget. __launch_bounds__ makes ptxas ignore NVRTC's --maxrregcount
 // (measured: NVRTC 13.5, sm_90), so a register cap must come from the source:
 // with EVO_MAX_REGS > 0 the kernel is declared __maxnreg__(cap) instead, cap
-// also clipped to what EVO_MIN_BLOCKS resident blocks of kThreads allow (the
-// register file is 64K per SM, allocated per warp in units of 8 per thread).
+// also clipped to what EVO_MIN_BLOCKS resident blocks of kThreads allow. The
+// register file is 64K per SM in four 16K quarters, one per warp scheduler, with
+// a CTA's warps spread over them: the fullest quarter holds ceil(warps / 4), so
+// 9 warps of 224 registers do not launch although 9 x 32 x 224 < 64K (measured on
+// an H100: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, experiments/2026-11-25-h100-models
+// run M2). Registers go per thread in units of 8.
 // The two qualifiers cannot be combined on one kernel.
 #if EVO_MAX_REGS > 0
-constexpr int kMinBlocksRegs = (65536 / (kThreads * EVO_MIN_BLOCKS)) / 8 * 8;
+constexpr int kResidentWarps = kThreads / 32 * EVO_MIN_BLOCKS;
+constexpr int kMinBlocksRegs = (16384 / ((kResidentWarps + 3) / 4 * 32)) / 8 * 8;
 constexpr int kRegCap = EVO_MAX_REGS < kMinBlocksRegs ? EVO_MAX_REGS : kMinBlocksRegs;
 static_assert(kRegCap >= 24, "EVO_MAX_REGS too small to compile the kernel");
 #define EVO_FWD_BOUNDS __maxnreg__(kRegCap > 255 ? 255 : kRegCap)
