@@ -485,3 +485,106 @@ impl fmt::Display for Problem {
         f.write_str(&self.label())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouped_heads_and_masks_parse_print_and_serialize_back() {
+        let p: Problem = "1,32,4096,4096,128,f16,causal,kv=8,window=4096:"
+            .parse()
+            .unwrap();
+        assert_eq!((p.kv_heads(), p.group()), (8, 4));
+        assert_eq!(p.window_left, Some(4096));
+        assert_eq!(p.window_right, None);
+        assert_eq!(p.spec(), "1,32,4096,4096,128,f16,causal,kv=8,window=4096:");
+        assert_eq!(p.label(), "B1 H32/8 L4096 D128 f16 causal window 4096:");
+        // K/V hold kv_heads heads.
+        assert_eq!(p.kv_elems(), 8 * 4096 * 128);
+        let d: Problem = "16,32,1,8192,128,bf16,causal=br,kv=1".parse().unwrap();
+        assert_eq!(d.align, MaskAlign::BottomRight);
+        assert_eq!(d.spec(), "16,32,1,8192,128,bf16,causal=br,kv=1");
+        // The one query of a bottom-right decode sees every key; a top-left one only key 0.
+        assert_eq!(d.visible_keys(0), 0..8192);
+        assert_eq!(
+            Problem {
+                align: MaskAlign::TopLeft,
+                ..d
+            }
+            .visible_keys(0),
+            0..1
+        );
+        // kv = heads is plain multi-head attention, written as such.
+        let m: Problem = "1,8,512,512,64,f16,kv=8".parse().unwrap();
+        assert_eq!(m, Problem::seed());
+        assert!(m.is_basic() && !p.is_basic() && !d.is_basic());
+        // The TOML form of the first release still reads, and the new fields are written
+        // only when set.
+        let old = "batch = 1\nheads = 8\nq_len = 512\nkv_len = 512\nhead_dim = 64\ndtype = \"f16\"\ncausal = true\n";
+        let read: Problem = toml::from_str(old).unwrap();
+        assert_eq!(toml::to_string(&read).unwrap(), old);
+        let back: Problem = toml::from_str(&toml::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn visible_keys_follow_the_diagonal_and_the_window() {
+        // Bottom-right with Lq > Lk: rows 0..7 see no key, row 7 sees key 0.
+        let br: Problem = "1,1,12,5,64,f16,causal=br".parse().unwrap();
+        assert!(br.visible_keys(6).is_empty());
+        assert_eq!(br.visible_keys(7), 0..1);
+        assert_eq!(br.visible_keys(11), 0..5);
+        // A sliding window of 3 keys left of a top-left diagonal.
+        let w: Problem = "1,1,20,20,64,f16,causal,window=3:".parse().unwrap();
+        assert_eq!(w.visible_keys(0), 0..1);
+        assert_eq!(w.visible_keys(10), 7..11);
+        // Two-sided, bottom-right, not causal.
+        let t: Problem = "1,1,4,10,64,f16,window=1:2,align=br".parse().unwrap();
+        assert_eq!(t.visible_keys(0), 5..9);
+        assert_eq!(t.visible_keys(3), 8..10);
+        // The flops count the visible pairs once a window is set; top-left causal keeps
+        // the halving convention.
+        assert_eq!(w.flops(), 4.0 * 64.0 * (1 + 2 + 3 + 17 * 4) as f64);
+        let c: Problem = "1,1,20,20,64,f16,causal".parse().unwrap();
+        assert_eq!(c.flops(), 4.0 * 64.0 * 400.0 / 2.0);
+        // Windows wider than both lengths are passed as none; the diagonal as an offset.
+        let wide: Problem = "1,1,4,10,64,f16,causal=br,window=9:".parse().unwrap();
+        let m = wide.mask_args();
+        assert_eq!(
+            (m.causal, m.diag, m.window_left, m.window_right),
+            (1, 6, 9, -1)
+        );
+        let wider: Problem = "1,1,4,10,64,f16,window=15:".parse().unwrap();
+        assert_eq!(wider.mask_args().window_left, -1);
+    }
+
+    #[test]
+    fn bad_grouped_or_masked_specs_name_the_field() {
+        for (bad, says) in [
+            ("1,32,512,512,64,f16,kv=3", "`kv_heads` is 3"),
+            ("1,32,512,512,64,f16,kv=0", "`kv_heads` is 0"),
+            ("1,32,512,512,64,f16,kv=x", "kv `x`"),
+            (
+                "1,8,512,512,64,f16,window=-5:",
+                "window left -5 is negative",
+            ),
+            (
+                "1,8,512,512,64,f16,window=5:-1",
+                "window right -1 is negative",
+            ),
+            ("1,8,512,512,64,f16,window=5", "LEFT:RIGHT"),
+            ("1,8,512,512,64,f16,causal=up", "alignment `up`"),
+            ("1,8,512,512,64,f16,sliding", "`sliding` is not an option"),
+            ("1,8,512,512,256,f16", "head_dim 256"),
+        ] {
+            let err = bad.parse::<Problem>().unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        let toml_err = toml::from_str::<Problem>(
+            "batch = 1\nheads = 8\nq_len = 5\nkv_len = 5\nhead_dim = 64\ndtype = \"f16\"\nwindow_left = -3\n",
+        )
+        .unwrap_err();
+        assert!(toml_err.to_string().contains("window_left"), "{toml_err}");
+    }
+}
