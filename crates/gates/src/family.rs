@@ -35,12 +35,6 @@ impl KernelFamily {
         self.index(p).is_some()
     }
 
-    /// Why a loaded variant cannot state `p`, if that is why it is not supported.
-    pub fn unstated(&self, p: &Problem) -> Option<String> {
-        self.index(p)
-            .and_then(|i| self.variants[i].1.states(p).err())
-    }
-
     pub fn variant(&self, head_dim: HeadDim, dtype: Dtype) -> Option<&LoadedKernel> {
         self.variants
             .iter()
@@ -78,7 +72,9 @@ impl AttentionKernel for KernelFamily {
     }
 
     fn states(&self, problem: &Problem) -> Result<(), String> {
-        self.unstated(problem).map_or(Ok(()), Err)
+        // A problem without a variant is not the ABI's to refuse (`supports` says so).
+        self.index(problem)
+            .map_or(Ok(()), |i| self.variants[i].1.states(problem))
     }
 
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {

@@ -125,11 +125,9 @@ pub fn reference_at(
     let v = inputs.v_f32();
     let mut heads = Vec::with_capacity((p.batch * p.heads) as usize);
     let mut max_abs_score = 0f32;
-    let (per_batch, group) = (p.heads as usize, p.group() as usize);
     for bh in 0..(p.batch * p.heads) as usize {
         let rows = rows_of(bh);
-        // Query head h of batch b reads K/V head h / group of batch b.
-        let kvh = bh / per_batch * p.kv_heads() as usize + bh % per_batch / group;
+        let kvh = p.kv_head(bh);
         let qh = Tensor::from_slice(&q[bh * lq * d..(bh + 1) * lq * d], (lq, d), &dev)
             .map_err(candle_err)?;
         let kh = Tensor::from_slice(&k[kvh * lk * d..(kvh + 1) * lk * d], (lk, d), &dev)

@@ -171,6 +171,13 @@ impl Problem {
         self.heads / self.kv_heads().max(1)
     }
 
+    /// The K/V head that flattened query head `bh = b·H + h` reads: head `h / group`
+    /// of batch `b`, flattened as `b·kv_heads + h / group`.
+    pub fn kv_head(&self, bh: usize) -> usize {
+        let heads = self.heads as usize;
+        bh / heads * self.kv_heads() as usize + bh % heads / self.group() as usize
+    }
+
     /// Whether any key is masked by position (causal or a window).
     pub fn masked(&self) -> bool {
         self.causal || self.window_left.is_some() || self.window_right.is_some()
@@ -245,15 +252,17 @@ impl Problem {
         if let Some(k) = self.kv_heads.filter(|&k| k != self.heads) {
             out.push(format!("kv={k}"));
         }
-        if self.window_left.is_some() || self.window_right.is_some() {
-            let side = |w: Option<u32>| w.map_or(String::new(), |w| w.to_string());
-            out.push(format!(
-                "window={}:{}",
-                side(self.window_left),
-                side(self.window_right)
-            ));
+        if let Some(w) = self.window() {
+            out.push(format!("window={w}"));
         }
         out
+    }
+
+    /// The window as `LEFT:RIGHT` (a side without a bound left empty), if there is one.
+    fn window(&self) -> Option<String> {
+        let side = |w: Option<u32>| w.map_or(String::new(), |w| w.to_string());
+        (self.window_left.is_some() || self.window_right.is_some())
+            .then(|| format!("{}:{}", side(self.window_left), side(self.window_right)))
     }
 
     /// Floating-point operations of the two products: 4·B·H·Lq·Lk·D, halved for top-left
@@ -371,13 +380,8 @@ impl Problem {
         } else if self.align == MaskAlign::BottomRight && self.masked() {
             s.push_str(" br");
         }
-        if self.window_left.is_some() || self.window_right.is_some() {
-            let side = |w: Option<u32>| w.map_or(String::new(), |w| w.to_string());
-            s.push_str(&format!(
-                " window {}:{}",
-                side(self.window_left),
-                side(self.window_right)
-            ));
+        if let Some(w) = self.window() {
+            s.push_str(&format!(" window {w}"));
         }
         s
     }

@@ -227,6 +227,8 @@ impl AttentionModule {
         maps: Option<[TensorMapArg; 3]>,
     ) -> Result<(FwdArgs, CombineArgs), RuntimeError> {
         self.states(p)?;
+        // The combine runs over the launch's rows (a packing kernel's are K/V heads').
+        let view = self.launch_view(p);
         if maps.is_none() && self.tensor_map_spec().is_some() {
             return Err(RuntimeError::Abi(format!(
                 "{}: tensor maps not encoded",
@@ -256,8 +258,8 @@ impl AttentionModule {
                 ws_lse: b.ws_lse,
                 o: b.o,
                 b: bh,
-                h: self.launch_view(p).heads as i32,
-                lq: self.launch_view(p).q_len as i32,
+                h: view.heads as i32,
+                lq: view.q_len as i32,
                 splits: self.geometry().split_kv as i32,
             },
         ))

@@ -59,13 +59,7 @@ impl HybridKernel {
     }
 
     fn ensure(&mut self, p: Problem, sets: usize, fast: bool) -> Result<(), GateError> {
-        if !p.is_basic() {
-            return Err(GateError::Abi(format!(
-                "cublas-hybrid states only multi-head attention with a top-left causal \
-                 mask or none, not {p}; the SDPA baselines (scripts/sdpa_baseline.py) \
-                 cover it"
-            )));
-        }
+        self.states(&p).map_err(GateError::Abi)?;
         if !self
             .rig
             .as_ref()
@@ -190,7 +184,8 @@ impl AttentionKernel for HybridKernel {
         } else {
             Err(format!(
                 "cublas-hybrid states only multi-head attention with a top-left causal mask \
-                 or none, not {problem}"
+                 or none, not {problem}; the SDPA baselines (scripts/sdpa_baseline.py) \
+                 cover it"
             ))
         }
     }

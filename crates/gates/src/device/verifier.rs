@@ -238,7 +238,7 @@ impl Verifier {
             ptr(&sc.s, st),
         );
         let (q_head, kv_head) = ((lq as u64) * (d as u64) * 4, (lk as u64) * (d as u64) * 4);
-        let (heads, group) = (p.heads as usize, p.group() as usize);
+        let group = p.group() as usize;
         let mut h0 = 0;
         while h0 < bh {
             // Grouped-query attention: a pass stays within one group, whose query heads
@@ -248,7 +248,7 @@ impl Verifier {
             } else {
                 sc.heads_per_pass.min(bh - h0)
             };
-            let kv0 = (h0 / heads * p.kv_heads() as usize + h0 % heads / group) as u64;
+            let kv0 = p.kv_head(h0) as u64;
             let products = Products {
                 lq,
                 lk,

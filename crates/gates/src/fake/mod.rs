@@ -263,8 +263,7 @@ fn attention(inputs: &Inputs, behaviour: Behaviour) -> Vec<u16> {
                 continue;
             }
             let o = &mut out[(bh * lq + i) * d..(bh * lq + i + 1) * d];
-            let kvh = bh / p.heads as usize * p.kv_heads() as usize
-                + bh % p.heads as usize / p.group() as usize;
+            let kvh = p.kv_head(bh);
             match behaviour {
                 Behaviour::Zeros => o.fill(to_bits(p.dtype, 0.0)),
                 Behaviour::CopiesV => {
