@@ -29,7 +29,8 @@ pub struct BenchArgs {
     /// The shapes: the seed shape; `anchors`: B1 H8 L512 D64 / B4 H16 L1024 D64 /
     /// B2 H16 L4096 D128, each causal and not, and B1 H16 L8192 D128; `models`: Llama-3-8B
     /// prefill B1 H32/8 L4096 D128 causal and decode B16 H32/8 Lq1 Lk8192, a sliding-window
-    /// prefill (4096 of 8192 keys), a multi-query decode (H32/1).
+    /// prefill (4096 of 8192 keys), a multi-query decode (H32/1), Gemma-2-9B's prefill
+    /// B1 H16/8 L4096 D256 causal, Phi-3-mini's B1 H32 L4096 D96 causal.
     #[arg(long, default_value = "anchors", value_parser = ["seed", "anchors", "models"])]
     pub suite: String,
     #[arg(long, default_value = "f16", value_parser = ["f16", "bf16"])]

@@ -21,7 +21,7 @@ pub struct CompileArgs {
     #[arg(long, default_value = "sm_90", value_parser = parse_target)]
     pub arch: Target,
 
-    /// Head dimension the kernel is specialised for: 64 or 128.
+    /// Head dimension the kernel is specialised for: 64, 96, 128 or 256.
     #[arg(long, default_value = "64", value_parser = parse_head_dim)]
     pub head_dim: HeadDim,
 
@@ -55,7 +55,7 @@ pub fn parse_target(s: &str) -> Result<Target, String> {
 fn parse_head_dim(s: &str) -> Result<HeadDim, String> {
     let n: u32 = s
         .parse()
-        .map_err(|_| format!("`{s}` is not a number; use 64 or 128"))?;
+        .map_err(|_| format!("`{s}` is not a number; use 64, 96, 128 or 256"))?;
     HeadDim::try_from(n)
 }
 

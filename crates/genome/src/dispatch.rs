@@ -421,7 +421,7 @@ mod tests {
         assert_eq!(DispatchTable::load(&path).unwrap(), t);
         let bad = t
             .to_toml_string("")
-            .replace("\"2,16,4096,4096,128,f16\"", "\"2,16,4096,4096,96,f16\"");
+            .replace("\"2,16,4096,4096,128,f16\"", "\"2,16,4096,4096,80,f16\"");
         std::fs::write(&path, bad).unwrap();
         let msg = DispatchTable::load(&path).unwrap_err().to_string();
         assert!(

@@ -8,16 +8,26 @@ use std::fmt;
 #[serde(try_from = "u32", into = "u32")]
 pub enum HeadDim {
     D64,
+    /// Phi-3's head dim.
+    D96,
     D128,
+    /// Gemma's head dim.
+    D256,
 }
 
 impl HeadDim {
-    pub const ALL: [HeadDim; 2] = [HeadDim::D64, HeadDim::D128];
+    pub const ALL: [HeadDim; 4] = [HeadDim::D64, HeadDim::D96, HeadDim::D128, HeadDim::D256];
+
+    /// The head dims a module of the first ABI states (kernels/ABI.md): a hand-written
+    /// kernel written before D96 and D256 existed is judged and run on these only.
+    pub const FIRST_ABI: [HeadDim; 2] = [HeadDim::D64, HeadDim::D128];
 
     pub fn get(self) -> u32 {
         match self {
             HeadDim::D64 => 64,
+            HeadDim::D96 => 96,
             HeadDim::D128 => 128,
+            HeadDim::D256 => 256,
         }
     }
 }
@@ -27,8 +37,12 @@ impl TryFrom<u32> for HeadDim {
     fn try_from(v: u32) -> Result<Self, String> {
         match v {
             64 => Ok(HeadDim::D64),
+            96 => Ok(HeadDim::D96),
             128 => Ok(HeadDim::D128),
-            other => Err(format!("head_dim {other} is not supported; use 64 or 128")),
+            256 => Ok(HeadDim::D256),
+            other => Err(format!(
+                "head_dim {other} is not supported; use 64, 96, 128 or 256"
+            )),
         }
     }
 }
@@ -580,7 +594,7 @@ mod tests {
             ("1,8,512,512,64,f16,window=5", "LEFT:RIGHT"),
             ("1,8,512,512,64,f16,causal=up", "alignment `up`"),
             ("1,8,512,512,64,f16,sliding", "`sliding` is not an option"),
-            ("1,8,512,512,256,f16", "head_dim 256"),
+            ("1,8,512,512,80,f16", "head_dim 80 is not supported; use 64, 96, 128 or 256"),
         ] {
             let err = bad.parse::<Problem>().unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");

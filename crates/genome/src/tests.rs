@@ -652,7 +652,7 @@ fn problem_specs_parse_and_errors_say_the_form() {
     let c: Problem = "2,16,4096,4096,128,bf16,causal".parse().unwrap();
     assert!(c.causal && c.dtype == Dtype::Bf16 && c.head_dim == HeadDim::D128);
     for bad in [
-        "1,8,512,512,96,f16",
+        "1,8,512,512,80,f16",
         "1,8,512,512,64,f32",
         "1,8,512",
         "1,8,x,512,64,f16",

@@ -9,7 +9,7 @@ use crate::error::{driver, RuntimeError};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
-use evo_genome::Problem;
+use evo_genome::{HeadDim, Problem};
 use std::sync::Arc;
 
 /// What a module is loaded from.
@@ -197,8 +197,16 @@ impl AttentionModule {
     }
 
     /// Whether the module's ABI can state `p`: the first states only multi-head
-    /// attention with a top-left causal mask or none ([`Problem::is_basic`]).
+    /// attention with a top-left causal mask or none ([`Problem::is_basic`]), at head
+    /// dims 64 and 128.
     pub fn states(&self, p: &Problem) -> Result<(), RuntimeError> {
+        if self.abi < 2 && !HeadDim::FIRST_ABI.contains(&p.head_dim) {
+            return Err(RuntimeError::Unsupported(format!(
+                "{} is a kernel of the first ABI (it declares no `{ABI_SYMBOL}`), written for \
+                 head dims 64 and 128; D{} needs the second (kernels/ABI.md)",
+                self.name, p.head_dim
+            )));
+        }
         if self.abi >= 2 || p.is_basic() {
             return Ok(());
         }

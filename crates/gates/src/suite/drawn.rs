@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Shapes GREEN draws per run, in addition to a suite's fixed cases.
-pub const DRAWN_CASES: usize = 6;
+pub const DRAWN_CASES: usize = 8;
 /// The longest length a drawn shape may have.
 pub const MAX_DRAWN_LEN: u32 = 16384;
 /// Drawn Lq·Lk stays at or under this (a slow candidate still runs in milliseconds).
@@ -29,8 +29,9 @@ pub fn suite_lengths() -> Vec<u32> {
 /// `n` shapes drawn from `seed` (a gate draws [`DRAWN_CASES`]): B 1..=2, K/V heads
 /// 1..=3 with 1, 2 or 4 query heads each (grouped-query attention in two of three), Lq
 /// and Lk log-uniform in 1..=16384 and never a length of the fixed suites, both head
-/// dims, both dtypes, causal and not (the first six cover every combination pair), the
-/// mask's diagonal bottom-right in half, a sliding window in a third.
+/// dims 64 and 128, both dtypes, causal and not (the first six cover every combination
+/// pair), then one at head dim 96 and one at 256 (dtype and mask drawn), the mask's
+/// diagonal bottom-right in half, a sliding window in a third.
 /// The first has Lk >= 8192, the second Lq >= 4096; Lq·Lk is capped at
 /// [`MAX_DRAWN_SCORES`]. The same seed draws the same shapes (`evo gate --seed`).
 pub fn drawn_cases(seed: u64, n: usize) -> Vec<Case> {
@@ -62,7 +63,18 @@ pub fn drawn_cases(seed: u64, n: usize) -> Vec<Case> {
             };
             let kv_heads = rng.random_range(1..=3u32);
             let group = [1u32, 2, 4][rng.random_range(0..3)];
-            let causal = (i / 3) % 2 == 1;
+            let (head_dim, dtype, causal) = match i {
+                0..6 => (
+                    [HeadDim::D64, HeadDim::D128][i % 2],
+                    [Dtype::F16, Dtype::Bf16][(i / 2) % 2],
+                    (i / 3) % 2 == 1,
+                ),
+                _ => (
+                    [HeadDim::D96, HeadDim::D256][i % 2],
+                    Dtype::ALL[rng.random_range(0..2)],
+                    rng.random_bool(0.5),
+                ),
+            };
             let align = if rng.random_bool(0.5) {
                 MaskAlign::BottomRight
             } else {
@@ -83,8 +95,8 @@ pub fn drawn_cases(seed: u64, n: usize) -> Vec<Case> {
                     kv_heads: (group > 1).then_some(kv_heads),
                     q_len,
                     kv_len,
-                    head_dim: [HeadDim::D64, HeadDim::D128][i % 2],
-                    dtype: [Dtype::F16, Dtype::Bf16][(i / 2) % 2],
+                    head_dim,
+                    dtype,
                     causal,
                     align,
                     window_left,
@@ -120,7 +132,9 @@ mod tests {
             let has = |f: &dyn Fn(&Problem) -> bool| cases.iter().any(|c| f(&c.problem));
             assert!(has(&|p| p.kv_len >= 8192), "seed {seed}: no Lk >= 8192");
             assert!(has(&|p| p.q_len >= 4096), "seed {seed}: no Lq >= 4096");
-            assert!(has(&|p| p.head_dim == HeadDim::D64) && has(&|p| p.head_dim == HeadDim::D128));
+            for d in HeadDim::ALL {
+                assert!(has(&|p| p.head_dim == d), "seed {seed}: no D{d}");
+            }
             assert!(has(&|p| p.dtype == Dtype::F16) && has(&|p| p.dtype == Dtype::Bf16));
             assert!(has(&|p| p.causal) && has(&|p| !p.causal));
             for c in &cases {

@@ -128,7 +128,7 @@ struct SuiteFile {
 }
 
 /// A user's own GREEN cases from a TOML file of `[[case]]` tables (`batch`, `heads`,
-/// `q_len`, `kv_len`, `head_dim` 64 or 128, `dtype` "f16" or "bf16", `causal`, and
+/// `q_len`, `kv_len`, `head_dim` 64, 96, 128 or 256, `dtype` "f16" or "bf16", `causal`, and
 /// optionally `kv_heads`, `align` ("top_left" or "bottom_right"), `window_left`,
 /// `window_right` and `q_gain`). Errors name the file, the line and the field.
 pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError> {
@@ -146,7 +146,7 @@ pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError>
             .map(|s| format!("line {}: ", text[..s.start].matches('\n').count() + 1))
             .unwrap_or_default();
         err(format!(
-            "{line}{} (each [[case]] has batch, heads, q_len, kv_len, head_dim = 64 or 128, \
+            "{line}{} (each [[case]] has batch, heads, q_len, kv_len, head_dim = 64, 96, 128 or 256, \
              dtype = \"f16\" or \"bf16\", causal, optional kv_heads, align = \
              \"top_left\" or \"bottom_right\", window_left, window_right, q_gain)",
             e.message()
@@ -249,6 +249,11 @@ impl GreenSuite {
                 Case::spec("2,2,77,1000,64,bf16,window=64:32,align=br,kv=1"),
                 Case::spec("4,8,1,5000,128,f16,causal=br,kv=2"),
                 Case::spec("2,4,7,3000,64,bf16,causal=br,kv=1"),
+                // Phi's and Gemma's head dims, with the kinds above.
+                Case::spec("1,4,300,300,96,f16,causal"),
+                Case::spec("2,4,77,1000,96,bf16,causal=br,kv=2"),
+                Case::spec("1,2,333,128,256,bf16,causal"),
+                Case::spec("2,4,3,3000,256,f16,causal=br,kv=1,window=1000:"),
             ],
             GreenSuite::Quick => vec![
                 Case::new(1, 8, 512, 512, D64, F16, false),
@@ -271,8 +276,8 @@ pub enum TimingSuite {
     Anchors,
     /// The problems served models pose: Llama-3-8B's prefill (B1 H32/8 L4096 D128
     /// causal) and decode (B16 H32/8, one query over 8192 keys), a Mistral-style
-    /// sliding-window prefill (window 4096 over 8192), a multi-query decode. (Gemma's
-    /// D256 and Phi's D96 prefills join when the templates take those head dims.)
+    /// sliding-window prefill (window 4096 over 8192), a multi-query decode, Gemma-2-9B's
+    /// prefill (B1 H16/8 L4096 D256 causal) and Phi-3-mini's (B1 H32 L4096 D96 causal).
     Models,
 }
 
@@ -304,6 +309,8 @@ impl TimingSuite {
                 "16,32,1,8192,128,f16,causal=br,kv=8",
                 "1,32,8192,8192,128,f16,causal,kv=8,window=4096:",
                 "16,32,1,8192,128,f16,causal=br,kv=1",
+                "1,16,4096,4096,256,f16,causal,kv=8",
+                "1,32,4096,4096,96,f16,causal",
             ]
             .iter()
             .map(|spec| Problem {
@@ -344,8 +351,9 @@ mod tests {
         let cases = GreenSuite::Default.cases();
         assert!(cases.len() >= 10);
         let has = |f: &dyn Fn(&Case) -> bool| cases.iter().any(f);
-        assert!(has(&|c| c.problem.head_dim == HeadDim::D64));
-        assert!(has(&|c| c.problem.head_dim == HeadDim::D128));
+        for d in HeadDim::ALL {
+            assert!(has(&|c| c.problem.head_dim == d), "no D{d} case");
+        }
         assert!(has(&|c| c.problem.causal) && has(&|c| !c.problem.causal));
         assert!(has(&|c| c.problem.q_len == 77) && has(&|c| c.problem.kv_len == 1000));
         assert!(has(&|c| c.problem.q_len < c.problem.kv_len));
@@ -385,6 +393,8 @@ mod tests {
                 "16,32,1,8192,128,bf16,causal=br,kv=8",
                 "1,32,8192,8192,128,bf16,causal,kv=8,window=4096:",
                 "16,32,1,8192,128,bf16,causal=br,kv=1",
+                "1,16,4096,4096,256,bf16,causal,kv=8",
+                "1,32,4096,4096,96,bf16,causal",
             ]
         );
     }
@@ -440,13 +450,13 @@ mod tests {
         let bad = dir.join("bad.toml");
         std::fs::write(
             &bad,
-            "[[case]]\nbatch = 1\nheads = 2\nq_len = 8\nkv_len = 8\nhead_dim = 96\n\
+            "[[case]]\nbatch = 1\nheads = 2\nq_len = 8\nkv_len = 8\nhead_dim = 80\n\
              dtype = \"f16\"\ncausal = false\n",
         )
         .unwrap();
         let e = load_suite(&bad).unwrap_err().to_string();
         assert!(
-            e.contains("bad.toml") && e.contains("line 6") && e.contains("96"),
+            e.contains("bad.toml") && e.contains("line 6") && e.contains("head_dim 80"),
             "{e}"
         );
 
