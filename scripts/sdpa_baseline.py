@@ -65,15 +65,16 @@ backend that cannot take the call reports its error (no silent math fallback).
 Timing (as crates/gates/src/fast.rs): warm-up 25 ms; N calls captured in one CUDA
 graph, N chosen so a replay lasts >= 1 ms; 20 replays, each between two events;
 median/min/max per call. A call of 200 µs or more is timed as FAST times one: 20
-single calls, each between two events with the device idle before it ("events"), so a
-long evo kernel and its baseline are timed alike (back to back, long kernels can run
-at lower clocks). When one input set (Q, K, V, O; K and V with the heads the
+single calls, each between two events ("events"), so a long evo kernel and its
+baseline are timed alike; each call is enqueued behind a ~1 ms GPU spin
+(torch.cuda._sleep), so the events hold the device's time and not the host's dispatch
+of the call (without it, cuDNN's L8192 figure held ~70 µs of PyTorch's dispatch). When one input set (Q, K, V, O; K and V with the heads the
 call reads: kv_heads, or all heads for expanded-kv) is under L2 (50 MB) the captured
 calls rotate among ceil(2 * 50 MB / set bytes) sets (at most 64), so the inputs are
 not L2-resident. TFLOP/s = flops(p) / t, evo's Problem::flops: 4*B*H*Lq*Lk*D, halved
 for top-left causal without a window, and otherwise 4*B*H*D * (visible (i, j) pairs).
 Cold L2 (--cold-l2, as FAST's cold-l2 method): 20 single calls, each between two events
-after zeroing a buffer twice the L2's size; median/min/max.
+after zeroing a buffer twice the L2's size (and the same spin); median/min/max.
 
 The pure-Python parts (visible_keys, flops, input_sets, mask_form) need no torch; the
 mask, the reference and the comparison run on any torch device (scripts/
@@ -330,6 +331,18 @@ def compare(out, ref, has_key=None):
 # so that evo's kernels and these baselines are timed alike (a long kernel run back to
 # back can run at lower clocks than one timed alone).
 EVENTS_FROM_US = 200.0
+# A call timed alone between two events is enqueued behind a spin of this many GPU
+# cycles (about 1 ms), so that the events measure the device's time only: after a
+# synchronize the GPU is idle, and without it the start event would run at once and
+# the interval would hold the host's dispatch of the call (PyTorch's SDPA, cuDNN's plan
+# look-up: tens of µs, which inflated the library's figures). FAST's own events follow
+# the device's input draw, which covers its (Rust) launch the same way.
+HOLD_CYCLES = 2_000_000
+
+
+def hold():
+    """Keeps the GPU busy while the host enqueues the timed call (see HOLD_CYCLES)."""
+    torch.cuda._sleep(HOLD_CYCLES)
 
 
 def time_graph(fn, calls_hint=None):
@@ -350,6 +363,7 @@ def time_graph(fn, calls_hint=None):
     if est_ms * 1e3 >= EVENTS_FROM_US:
         per_call = []
         for i in range(20):
+            hold()
             start.record(); fn(i); end.record(); torch.cuda.synchronize()
             per_call.append(start.elapsed_time(end) * 1e3)
         per_call.sort()
@@ -394,6 +408,7 @@ def time_cold(fn, reps=20):
     for _ in range(reps):
         flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        hold()
         start.record()
         fn(0)
         end.record()
