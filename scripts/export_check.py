@@ -177,14 +177,6 @@ def main():
             failed += 1
             continue
         chosen = m.choose(b, h, lq, lk, d, causal)["class"]
-        evo_attention.forward(q, k, v, o, is_causal=causal)
-        torch.cuda.synchronize()
-        ref = reference(torch, q, k, v, causal)
-        diff = o.double() - ref
-        rel_frob = (diff.norm() / ref.norm()).item()
-        max_abs = diff.abs().max().item()
-        right = torch.isfinite(o).all().item() and rel_frob <= tol["rel_frob"] and max_abs <= tol["max_abs"]
-        del ref, diff
         graph_us, _, _ = time_graph(torch, lambda i: evo_attention.forward(
             *sets[i % len(sets)][:3], sets[i % len(sets)][3], is_causal=causal))
         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
@@ -199,6 +191,16 @@ def main():
                     t.normal_(generator=gen)
             us, _, _ = time_events(
                 torch, lambda: evo_attention.forward(q, k, v, o, is_causal=causal), refresh)
+        # Checked after the timing: the float64 reference (seconds of the GPU's fp64
+        # units at L8192) is not part of what is timed, nor allowed to precede it.
+        evo_attention.forward(q, k, v, o, is_causal=causal)
+        torch.cuda.synchronize()
+        ref = reference(torch, q, k, v, causal)
+        diff = o.double() - ref
+        rel_frob = (diff.norm() / ref.norm()).item()
+        max_abs = diff.abs().max().item()
+        right = torch.isfinite(o).all().item() and rel_frob <= tol["rel_frob"] and max_abs <= tol["max_abs"]
+        del ref, diff
         ratio = us / then if then else float("nan")
         fast = then is None or ratio <= 1 + args.slack
         ok = right and fast and chosen == c["class"]
