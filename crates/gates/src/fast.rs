@@ -25,7 +25,11 @@
 //!
 //! Repeats whose launches are shorter than [`FastOptions::graph_below_us`] each are
 //! a captured CUDA graph replayed between the events (host launch gaps would
-//! otherwise be timed as kernel time); its launches are re-pointed every repeat.
+//! otherwise be timed as kernel time); its launches are re-pointed every repeat, and
+//! L2 is written over between the draw and the replay, so that a few small launches do
+//! not start on the inputs just drawn (the SDPA baselines rotate among sets drawn long
+//! before: run R6 of experiments/2026-11-25-h100-record found the seed shape's figure
+//! ~4% under the same kernel's through the export, timed as SDPA is).
 
 use crate::error::GateError;
 use crate::green::LaunchCheck;

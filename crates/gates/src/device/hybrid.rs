@@ -5,7 +5,7 @@
 //! single kernel nodes that could be re-pointed).
 
 use super::blas::Products;
-use super::launch::{capture, timed};
+use super::launch::{capture, timed, L2Flush};
 use super::rig::{Rig, Slots};
 use super::verifier::Verifier;
 use super::{alloc, driver, ptr};
@@ -32,6 +32,8 @@ pub struct HybridKernel {
     /// S (fp32) and P (16-bit), shared by the input sets: they are the hybrid's own
     /// intermediates, B·H·Lq·Lk each.
     scratch: Option<(Problem, CudaSlice<f32>, CudaSlice<u16>)>,
+    /// Written over L2 before a graph replay, as for the kernels (loaded.rs).
+    flush: Option<L2Flush>,
 }
 
 /// Threads per row of the hybrid's softmax kernel.
@@ -55,6 +57,7 @@ impl HybridKernel {
             rig: None,
             verifier,
             scratch: None,
+            flush: None,
         }
     }
 
@@ -233,6 +236,7 @@ impl AttentionKernel for HybridKernel {
             TimingMethod::Graph => {
                 let st = self.stream.clone();
                 let graph = capture(&st, plan.draws.len(), |i| self.launch(&plan.draws[i]))?;
+                L2Flush::flush(&mut self.flush, &self.ctx, &self.stream)?;
                 timed(&self.ctx, &self.stream, || {
                     graph.launch().map_err(driver("replaying the graph"))
                 })?

@@ -205,6 +205,22 @@ impl L2Flush {
         ))?))
     }
 
+    /// Writes the kernel's `kept` buffer (made the first time) over L2 on `stream`: what
+    /// was drawn just before is no longer cached when the timed launches start.
+    pub fn flush(
+        kept: &mut Option<L2Flush>,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+    ) -> Result<(), GateError> {
+        if kept.is_none() {
+            *kept = Some(L2Flush::new(ctx, stream)?);
+        }
+        let flush = kept.as_mut().expect("made above");
+        stream
+            .memset_zeros(&mut flush.0)
+            .map_err(driver("flushing L2"))
+    }
+
     /// Each of `n` launches alone between two events, after the flush; the sum of
     /// their times (ms). The buffer is the kernel's `kept` one, made the first time.
     pub fn time_each<F: FnMut(usize) -> Result<(), GateError>>(
@@ -214,15 +230,9 @@ impl L2Flush {
         n: usize,
         mut launch: F,
     ) -> Result<f64, GateError> {
-        if kept.is_none() {
-            *kept = Some(L2Flush::new(ctx, stream)?);
-        }
-        let flush = kept.as_mut().expect("made above");
         let mut total = 0.0;
         for i in 0..n {
-            stream
-                .memset_zeros(&mut flush.0)
-                .map_err(driver("flushing L2"))?;
+            L2Flush::flush(kept, ctx, stream)?;
             total += timed(ctx, stream, || launch(i))?;
         }
         Ok(total)
