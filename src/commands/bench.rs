@@ -33,6 +33,11 @@ pub struct BenchArgs {
     /// B1 H16/8 L4096 D256 causal, Phi-3-mini's B1 H32 L4096 D96 causal.
     #[arg(long, default_value = "anchors", value_parser = ["seed", "anchors", "models"])]
     pub suite: String,
+    /// Time these shapes instead of the suite (repeatable), each
+    /// `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]`; the spec's dtype
+    /// is used, not --dtype.
+    #[arg(long = "problem", value_name = "SPEC", conflicts_with = "champions")]
+    pub problems: Vec<String>,
     #[arg(long, default_value = "f16", value_parser = ["f16", "bf16"])]
     pub dtype: String,
     #[arg(long, default_value_t = 2026, env = "EVO_SEED")]
@@ -191,6 +196,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             (problems, sources)
         }
+        _ if !args.problems.is_empty() => (
+            args.problems
+                .iter()
+                .map(|s| {
+                    s.parse::<Problem>()
+                        .map_err(|e| anyhow::anyhow!("--problem {e}"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?,
+            super::gate::load_sources(&args.genomes, &args.sources)?,
+        ),
         _ => (
             TimingSuite::parse(&args.suite)
                 .expect("clap checked")
