@@ -84,6 +84,16 @@ constexpr int kStatsOff = kPOff + kPBytes;
 constexpr int kOOff = kStatsOff + kStatsBytes;
 constexpr int kSmemTotal = kOOff + kOBytes;
 
+// Registers per thread that EVO_MIN_BLOCKS resident CTAs leave: the register file
+// is four 16K quarters, one per warp scheduler, and the fullest quarter holds
+// ceil(resident warps / 4) warps (see "Register budget" in section 10). ptxas
+// counts the same way under __launch_bounds__ (NVRTC 13.5, sm_90: 160 threads x 2
+// blocks and 288 threads x 1 block both cap at 168, not 200 and 224).
+#if EVO_P_REGS || EVO_MAX_REGS > 0
+constexpr int kResidentWarps = kThreads / 32 * EVO_MIN_BLOCKS;
+constexpr int kMinBlocksRegs = (16384 / ((kResidentWarps + 3) / 4 * 32)) / 8 * 8;
+#endif
+
 // Register-resident mma state (P in registers, or O in registers with mma P.V):
 // each warp owns kSlices whole m16 slices of the CTA's rows.
 #define EVO_REG_MMA_STATE (EVO_P_REGS || (EVO_O_REGS && EVO_PV_MATH == 2))
@@ -98,19 +108,26 @@ constexpr int kSlices = kBM / (16 * kWarps);
 // covers addressing, K/V fragments and softmax temporaries (checked against
 // ptxas's report, sm_90: no uncapped register-path config of D, BLOCK_M/WARPS,
 // BLOCK_N, MIN_BLOCKS 1-2 started spilling; one that already spilled under a
-// 128-register cap spills a few percent more bytes).
+// 128-register cap spills a few percent more bytes). D = 96 needs 24 more: with
+// 64 its BM64/4 warps BN128 and BN144 O-in-registers configs held Q at an estimate
+// of 232 and 244 and spilled 8-52 bytes, and 248 registers without spills when not
+// (NVRTC 13.5, sm_90, every layout); 88 leaves no uncapped D96 config of the
+// sweep spilling because of Q.
 #if EVO_P_REGS
-constexpr int kRegLimitBlocks = (65536 / (kThreads * EVO_MIN_BLOCKS)) / 8 * 8;
-constexpr int kRegBudget0 = kRegLimitBlocks < 255 ? kRegLimitBlocks : 255;
+constexpr int kRegBudget0 = kMinBlocksRegs < 255 ? kMinBlocksRegs : 255;
 constexpr int kRegBudget = (EVO_MAX_REGS > 0 && EVO_MAX_REGS < kRegBudget0) ? EVO_MAX_REGS : kRegBudget0;
 constexpr int kStateRegs = kSlices * ((EVO_O_REGS ? kD / 2 : 0) + kBN / 2 + kBN / 4);
 constexpr int kQFragRegs = kSlices * kD / 4;
-constexpr int kHoldQMargin = 64;
+constexpr int kHoldQMargin = kD == 96 ? 88 : 64;
 constexpr bool kHoldQ = kStateRegs + kQFragRegs + kHoldQMargin <= kRegBudget;
 constexpr int kQFrags = kHoldQ ? kD / 16 : 1;  // k16 steps held (1 = unused placeholder)
 #endif
 
-static_assert(kD == 64 || kD == 128, "EVO_HEAD_DIM must be 64 or 128");
+static_assert(kD == 64 || kD == 96 || kD == 128 || kD == 256,
+              "EVO_HEAD_DIM must be 64, 96, 128 or 256");
+// Every loop over D steps by 16 columns (one k16 MMA step, one WMMA tile, two
+// 16-byte chunks) and the swizzle below knows rows of 8k and 8k + 4 chunks only.
+static_assert(kD % 16 == 0 && (kD / 8) % 4 == 0, "EVO_HEAD_DIM must be a multiple of 32");
 static_assert(kBM == 16 || kBM == 32 || kBM == 64 || kBM == 128, "EVO_BLOCK_M must be 16, 32, 64 or 128");
 static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
               "EVO_BLOCK_N must be a multiple of 16 up to 256 (16-column MMA and WMMA steps)");
@@ -248,9 +265,25 @@ __device__ __forceinline__ float safe_max(float m) { return m == neg_inf() ? 0.0
 // land in 8 different bank groups. col % 8 == 0 for vector/ldmatrix accesses,
 // and a 4/8/16-byte vector never crosses a chunk, so this one function serves
 // stores, ldmatrix row addresses and scalar reads alike.
+//
+// D = 96 (12 chunks a row): XOR with (row & 7) would send chunks 8..11 to 12..15,
+// past the row. The swizzle stays in the row and conflict-free, in two parts:
+//  - chunks 0..7 XOR (row & 7), as for every D. The 192-byte pitch puts odd rows
+//    4 bank groups (64 bytes) after even ones, so the 8 rows of an aligned
+//    8-row block at logical chunk c sit in group (c ^ (row & 7)) ^ 4 * (row & 1):
+//    8 different groups.
+//  - the tail, chunks 8..11, XOR ((row >> 1) & 3), which stays in 8..11: its group
+//    is 4 * (row & 1) + ((c ^ (row >> 1)) & 3), again 8 different groups for
+//    rows 0..7 of a block (row & 1 picks the half, (row >> 1) & 3 the group in it).
+// ldmatrix and the K-fragment loads read aligned 8-row blocks (row0 % 8 == 0).
+__device__ __forceinline__ int swizzle_chunk(int row, int ch) {
+  constexpr int kTail = (kD / 8) % 8;  // 0, or 4 at D = 96
+  if (kTail != 0 && ch >= kD / 8 - kTail) return ch ^ ((row >> 1) & (kTail - 1));
+  return ch ^ (row & 7);
+}
 __device__ __forceinline__ int tile_off(int row, int col) {
 #if EVO_SMEM_LAYOUT == 2
-  return row * kPitch + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
+  return row * kPitch + (swizzle_chunk(row, col >> 3) << 3) + (col & 7);
 #else
   return row * kPitch + col;
 #endif
@@ -939,8 +972,6 @@ using namespace evo;
 // run M2). Registers go per thread in units of 8.
 // The two qualifiers cannot be combined on one kernel.
 #if EVO_MAX_REGS > 0
-constexpr int kResidentWarps = kThreads / 32 * EVO_MIN_BLOCKS;
-constexpr int kMinBlocksRegs = (16384 / ((kResidentWarps + 3) / 4 * 32)) / 8 * 8;
 constexpr int kRegCap = EVO_MAX_REGS < kMinBlocksRegs ? EVO_MAX_REGS : kMinBlocksRegs;
 static_assert(kRegCap >= 24, "EVO_MAX_REGS too small to compile the kernel");
 #define EVO_FWD_BOUNDS __maxnreg__(kRegCap > 255 ? 255 : kRegCap)

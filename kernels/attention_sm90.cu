@@ -15,6 +15,10 @@
 //     an m64nN wgmma has mma.sync's C layout per warp, so S's registers, paired
 //     and converted to 16 bits, are exactly P's A fragments); O in registers;
 //   * setmaxnreg moves registers from the producer to the consumers;
+//   * head dims 64, 96, 128 and 256: tiles are stored in 64-column blocks, D96 as two
+//     blocks whose last 32 columns are a zero pad (section 1 says how each stage
+//     treats it); D256's O is 128 fp32 registers per consumer thread, so only small
+//     BLOCK_N fit (FlashAttention-3: 128 x 80), which the host's register rule decides;
 //   * optionally (EVO_PERSISTENT) a persistent grid: one CTA per SM loops over the
 //     (query block, head, split) tiles, in order for non-causal problems and
 //     longest first for causal ones; the producer loads the next tile's Q and K/V
@@ -79,7 +83,8 @@ constexpr int kConsumerRegs = kConsumerRegs0 > 240 ? 240 : kConsumerRegs0;
 static_assert(kProducerRegs == 0 || kProducerRegs + kWgs * kConsumerRegs <= kLaunchRegs * (kWgs + 1),
               "setmaxnreg: the consumers would wait for registers the producer never frees");
 
-static_assert(kD == 64 || kD == 128, "EVO_HEAD_DIM must be 64 or 128");
+static_assert(kD == 64 || kD == 96 || kD == 128 || kD == 256,
+              "EVO_HEAD_DIM must be 64, 96, 128 or 256");
 static_assert(kBN % 16 == 0 && kBN >= 16 && kBN <= 256,
               "EVO_BLOCK_N must be a multiple of 16 up to 256 (wgmma N <= 256, P V in k16 steps)");
 static_assert(kWgs >= 1 && kWgs <= 3, "EVO_CONSUMER_WGS must be 1, 2 or 3");
@@ -93,21 +98,39 @@ static_assert(EVO_PINGPONG == 0 || kWgs >= 2,
 static_assert(kProducerRegs == 0 || kProducerRegs == 24 || kProducerRegs == 32 || kProducerRegs == 40,
               "EVO_PRODUCER_REGS must be 0 (no setmaxnreg), 24, 32 or 40");
 
-// Shared memory: every tile is stored as D/64 column blocks of [rows][64] elements,
-// 128 bytes per row, 16-byte chunks XOR-swizzled with (row % 8): the layout TMA's
-// SWIZZLE_128B writes and wgmma's 128-byte-swizzle descriptors read. Each block
+// Shared memory: every tile is stored as ceil(D/64) column blocks of [rows][64]
+// elements, 128 bytes per row, 16-byte chunks XOR-swizzled with (row % 8): the layout
+// TMA's SWIZZLE_128B writes and wgmma's 128-byte-swizzle descriptors read. Each block
 // starts on a 1024-byte boundary (one swizzle atom of 8 rows).
+//
+// D = 96 is not a multiple of 64: its tiles are stored 128 columns wide (kDs), the
+// second block's columns 96..127 a zero pad. TMA's map has a global inner dimension of
+// 96, so the second 64-column box of a row runs 32 columns out of bounds and the copy
+// engine writes zeros there (its transaction bytes still count the whole box); the
+// cp.async and plain-load producers never write the pad, and the kernel zeroes it
+// once at the start (zero_pad). S = Q K^T runs D/16 = 6 k16 steps over the real
+// columns only; O += P V computes N = 128 (wgmma_rs<128>: an MN-major 128-byte-swizzle
+// operand is read in whole 64-column atoms), whose columns 96..127 are V's zero pad
+// times P, never rescaled and never stored. Everything in global memory (loads, O,
+// the split-KV workspace, the combine) uses the real D.
 constexpr int kRowBytes = 128;
-constexpr int kColBlocks = kD / 64;
-constexpr int kQBytes = kBM * kD * 2;
+constexpr int kColBlocks = (kD + 63) / 64;
+constexpr int kDs = kColBlocks * 64;               // stored (and P V's N) columns
+constexpr int kQBytes = kBM * kDs * 2;
 constexpr int kOBytes = kPersistent ? kQBytes : 0;  // O's staging (else it reuses Q's rows)
-constexpr int kTileBytes = kBN * kD * 2;           // one K or one V stage
+constexpr int kTileBytes = kBN * kDs * 2;          // one K or one V stage
 constexpr int kBarrierBytes = 256;                  // (2 + 4 * stages) mbarriers, 8 bytes each
 constexpr int kAlignSlack = 1024;                   // the dynamic base is aligned up to 1024
 constexpr int kSmemTotal =
     kAlignSlack + kQBytes + kOBytes + 2 * kStages * kTileBytes + kBarrierBytes;
 static_assert((2 + 4 * kStages) * 8 <= kBarrierBytes, "barrier area too small");
-static_assert(kColBlocks * 64 == kD, "tiles are stored as 64-column blocks");
+static_assert(kD % 16 == 0 && kDs - kD < 64, "tiles are stored as 64-column blocks");
+// ptxas checks each wgmma against the launch bound's registers (kLaunchRegs), whatever
+// setmaxnreg gives later; O += P V needs O's kDs / 2 accumulators plus ~30 (at D256 it
+// asks for 158): D256 cannot run with three consumer warpgroups (128). The host's
+// register rule (evo_genome::rules, HOPPER_PV_OPERAND_REGS) says the same.
+static_assert(kDs / 2 + 30 <= kLaunchRegs,
+              "O += P V's wgmma does not fit the launch bound's registers: lower EVO_CONSUMER_WGS");
 static_assert(kSmemTotal == EVO_SMEM_BYTES,
               "shared-memory plan differs from the host's (evo_genome::SmemPlan, Hopper family)");
 
@@ -397,6 +420,14 @@ template <> __device__ __forceinline__ void wgmma_rs<128>(float (&d)[64], const 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
 }
+template <> __device__ __forceinline__ void wgmma_rs<256>(float (&d)[128], const uint32_t (&a)[4], uint64_t b, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
+}
 // END generated by scripts/gen_wgmma.py
 
 // ============================================================ 4. the producer
@@ -425,6 +456,21 @@ __device__ __forceinline__ void copy_tile(uint32_t dst, const elem_t* head, int 
                    "r"(v.z), "r"(v.w)
                    : "memory");
     }
+  }
+}
+
+// D96 (kDs > kD): zeroes the pad columns kD..kDs-1 of one [rows][kDs] tile, which sit
+// in its last column block, with all of the CTA's threads. The cp.async and plain-load
+// producers write only the real columns, so this runs once, before the first load;
+// S = Q K^T never reads the pad, and P V's pad columns of O are never stored, but a
+// zero pad keeps them finite (TMA zero-fills the pad itself).
+__device__ __forceinline__ void zero_pad(uint32_t tile, int rows) {
+  constexpr int kFirst = (kD % 64) / 8, kPer = 8 - kFirst;  // pad chunks of a row
+  const uint32_t last = tile + (kColBlocks - 1) * rows * kRowBytes;
+  for (int i = threadIdx.x; i < rows * kPer; i += kThreads) {
+    const int r = i / kPer, chunk = kFirst + i % kPer;
+    const uint32_t at = last + r * kRowBytes + ((chunk ^ (r % 8)) * 16);
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(at), "r"(0u) : "memory");
   }
 }
 
@@ -465,7 +511,8 @@ struct Consumer {
 };
 
 // S = Q K^T: D/16 k-steps; a step advances 32 bytes inside a 128-byte row, and every
-// 4 steps move to the next 64-column block. Issued, not waited for.
+// 4 steps move to the next 64-column block (D96: the last block's pad is never read).
+// Issued, not waited for.
 __device__ __forceinline__ void issue_qk(float (&sc)[kBN / 2], uint32_t q_wg, uint32_t k_stage) {
   wgmma_fence();
 #pragma unroll
@@ -478,14 +525,15 @@ __device__ __forceinline__ void issue_qk(float (&sc)[kBN / 2], uint32_t q_wg, ui
   wgmma_commit();
 }
 
-// O += P V: BN/16 k-steps of 16 V rows (2048 bytes); V is read transposed. Issued.
-__device__ __forceinline__ void issue_pv(float (&o)[kD / 2], uint32_t (&p)[kBN / 16][4],
+// O += P V: BN/16 k-steps of 16 V rows (2048 bytes); V is read transposed, N = kDs
+// (D96: 128, the last 32 columns V's zero pad). Issued.
+__device__ __forceinline__ void issue_pv(float (&o)[kDs / 2], uint32_t (&p)[kBN / 16][4],
                                          uint32_t v_stage) {
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kBN / 16; ++kk) {
     const uint64_t db = make_desc(v_stage + kk * 16 * kRowBytes, kBN * kRowBytes, 1024);
-    wgmma_rs<kD>(o, p[kk], db, 1);
+    wgmma_rs<kDs>(o, p[kk], db, 1);
   }
   wgmma_commit();
 }
@@ -560,7 +608,8 @@ __device__ __forceinline__ void softmax(Consumer& c, float (&sc)[kBN / 2], int n
   }
 }
 
-__device__ __forceinline__ void rescale(float (&o)[kD / 2], const float (&alpha)[2]) {
+// The real columns only: D96's pad columns of O are never stored.
+__device__ __forceinline__ void rescale(float (&o)[kDs / 2], const float (&alpha)[2]) {
 #pragma unroll
   for (int j = 0; j < kD / 8; ++j)
 #pragma unroll
@@ -698,6 +747,18 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   const Schedule sched{(Lq + kBM - 1) / kBM, B * H, causal};
   const Mask mk{Lk, causal, diag, win_left, win_right, kPack ? Lq_in : 0};
 
+  if (kDs != kD && kLoad != kTma) {
+    // D96 without TMA: the pads the producer never writes are zeroed once, made visible
+    // to wgmma (async proxy), and ordered before every load by the __syncthreads below.
+    zero_pad(sm.q, kBM);
+    if (kPersistent) zero_pad(sm.o, kBM);
+    for (int s = 0; s < kStages; ++s) {
+      zero_pad(sm.k(s), kBN);
+      zero_pad(sm.v(s), kBN);
+    }
+    fence_async_proxy();
+  }
+
   // One arrival per filling thread (TMA: one thread plus the transaction bytes);
   // the `_empty` barriers count one arrival per consumer warp.
   constexpr uint32_t kFillers = kLoad == kTma ? 1 : 128;
@@ -793,7 +854,8 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   const uint32_t q_wg = sm.q + c.cw * 64 * kRowBytes;
 
   // Accumulators in wgmma's layout: value 4j + 2i + e is row row[i], column 8j + 2 quad + e.
-  float o[kD / 2];
+  // O has kDs columns (D96: 128, the last 32 never stored).
+  float o[kDs / 2];
   float sc[kBN / 2];
   uint32_t p[kBN / 16][4];
   float alpha[2];
@@ -810,7 +872,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     c.m[0] = c.m[1] = neg_inf();
     c.l[0] = c.l[1] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+    for (int i = 0; i < kDs / 2; ++i) o[i] = 0.0f;
 
     mbar_wait(sm.q_full(), k & 1);
     auto stage_of = [&](int it) { return (kv + it) % kStages; };
@@ -865,7 +927,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       softmax(c, sc, n0, alpha);
       wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+      for (int i = 0; i < kDs / 2; ++i) keep(o[i]);
 #pragma unroll
       for (int kk = 0; kk < kBN / 16; ++kk)
 #pragma unroll
@@ -882,7 +944,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       turns.end();
       wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+      for (int i = 0; i < kDs / 2; ++i) keep(o[i]);
 #pragma unroll
       for (int kk = 0; kk < kBN / 16; ++kk)
 #pragma unroll
@@ -912,7 +974,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       turns.end();
       wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < kD / 2; ++i) keep(o[i]);
+      for (int i = 0; i < kDs / 2; ++i) keep(o[i]);
 #pragma unroll
       for (int kk = 0; kk < kBN / 16; ++kk)
 #pragma unroll

@@ -45,10 +45,16 @@ fn unknown_suites_are_refused_before_any_gpu_work() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("possible values"), "{}", stderr(&out));
     // A shape of one's own: a bad spec names the flag and the form, before any device.
-    let out = evo(&["bench", "genomes/v3.toml", "--problem", "16,32,1,8192,128"], &[]);
+    let out = evo(
+        &["bench", "genomes/v3.toml", "--problem", "16,32,1,8192,128"],
+        &[],
+    );
     assert!(!out.status.success());
     let e = stderr(&out);
-    assert!(e.contains("--problem") && e.contains("B,H,Lq,Lk,D,dtype"), "{e}");
+    assert!(
+        e.contains("--problem") && e.contains("B,H,Lq,Lk,D,dtype"),
+        "{e}"
+    );
 }
 
 #[test]

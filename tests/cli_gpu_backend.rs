@@ -248,14 +248,14 @@ fn objective_flags_are_checked_before_any_gpu_is_needed() {
         &[
             "evolve",
             "--problem",
-            "1,8,512,512,96,f16",
+            "1,8,512,512,80,f16",
             "--experiment",
             &exp1,
         ],
         &[],
     );
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("head_dim 96"), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("head_dim 80"), "{}", stderr(&bad));
     let suite = evo(
         &[
             "evolve",

@@ -110,7 +110,7 @@ fn a_genome_or_a_source_and_a_valid_problem_are_required() {
             "profile",
             "genomes/v6a.toml",
             "--problem",
-            "1,8,512,512,96,f16",
+            "1,8,512,512,80,f16",
         ],
         &[],
     );

@@ -258,11 +258,17 @@ fn nvrtc_sweep_named_genomes() {
                     if file.genes.is_valid(d, target) {
                         jobs.push((file.genes, d, dtype, target));
                     } else if file.genes.family == Family::Hopper {
-                        assert_eq!(target, Target::Sm89, "{} must be valid on sm_90", file.name);
+                        // D256's O accumulator and K/V tiles fit only smaller tiles
+                        // than the named ones (FA3 uses 128 x 80 there).
+                        assert!(
+                            target == Target::Sm89 || d == HeadDim::D256,
+                            "{} must be valid on sm_90 below D256",
+                            file.name
+                        );
                     } else {
-                        assert_eq!(
+                        assert_ne!(
                             d,
-                            HeadDim::D128,
+                            HeadDim::D64,
                             "{} must be valid at D64 on {target}",
                             file.name
                         );
@@ -292,7 +298,7 @@ fn nvrtc_sweep_sampled_valid_genomes() {
     let mut jobs = Vec::new();
     for i in 0..samples {
         let space_of = Target::ALL[i % 2];
-        let d = HeadDim::ALL[rng.random_range(0..2)];
+        let d = HeadDim::ALL[rng.random_range(0..HeadDim::ALL.len())];
         let dtype = Dtype::ALL[rng.random_range(0..2)];
         let g = space::sample_valid(&mut rng, d, space_of);
         for target in Target::ALL {

@@ -1,5 +1,5 @@
-//! Snapshots per named genome (`genomes/*.toml`): the macro definitions at both head
-//! dimensions, and the ptxas resource report on sm_89 and sm_90. A template or
+//! Snapshots per named genome (`genomes/*.toml`): the macro definitions at every head
+//! dimension, and the ptxas resource report on sm_89 and sm_90. A template or
 //! NVRTC change that moves a register count shows up in review
 //! (`cargo insta review`), never silently. Needs NVRTC 13.5.37 (pinned by `.ci/run`):
 //! other releases allocate registers differently.

@@ -394,7 +394,9 @@ mod tests {
                 // The hand-written kernels are of the first ABI: D64 and D128 only.
                 let first_abi = HeadDim::FIRST_ABI.contains(&v.head_dim);
                 if !first_abi {
-                    let why = v.result.expect_err("a first-ABI file is not built at D96/D256");
+                    let why = v
+                        .result
+                        .expect_err("a first-ABI file is not built at D96/D256");
                     assert!(why.contains("first ABI"), "{why}");
                     continue;
                 }

@@ -594,7 +594,10 @@ mod tests {
             ("1,8,512,512,64,f16,window=5", "LEFT:RIGHT"),
             ("1,8,512,512,64,f16,causal=up", "alignment `up`"),
             ("1,8,512,512,64,f16,sliding", "`sliding` is not an option"),
-            ("1,8,512,512,80,f16", "head_dim 80 is not supported; use 64, 96, 128 or 256"),
+            (
+                "1,8,512,512,80,f16",
+                "head_dim 80 is not supported; use 64, 96, 128 or 256",
+            ),
         ] {
             let err = bad.parse::<Problem>().unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");

@@ -82,7 +82,8 @@ impl Rule {
             Rule::RegisterFile => {
                 "register-resident accumulators (O, and S/P on the register path) must fit the \
                  255 registers one thread can address; for the Hopper family, the registers a \
-                 consumer warpgroup's thread is given"
+                 consumer warpgroup's thread is given, and each wgmma within the launch \
+                 bound's registers"
             }
             Rule::SharedMemory => "the CTA's shared memory must fit the device's per-block limit",
             Rule::HopperNeedsSm90 => {
@@ -146,8 +147,10 @@ impl SmemPlan {
     pub fn new(g: &Genome, head_dim: HeadDim) -> SmemPlan {
         let d = head_dim.get();
         if g.family == Family::Hopper {
-            let tile = g.block_n.get() * d * 2;
-            let q = g.rows_per_cta() * d * 2;
+            // Tiles are stored in whole 64-column blocks (D96 as 128 columns).
+            let ds = hopper_stored_columns(head_dim);
+            let tile = g.block_n.get() * ds * 2;
+            let q = g.rows_per_cta() * ds * 2;
             return SmemPlan {
                 q,
                 kv: g.stages.get() * 2 * tile,
@@ -195,6 +198,14 @@ impl SmemPlan {
 pub const HOPPER_ALIGN_SLACK: u32 = 1024;
 pub const HOPPER_BARRIERS: u32 = 256;
 
+/// Hopper: the columns of a Q, K, V or O tile in shared memory, and the N of O += P·V's
+/// wgmma: D rounded up to the 64-column blocks of the 128-byte swizzle (96 -> 128; the
+/// template's `kDs`). An MN-major 128-byte-swizzle operand (V) is read in whole
+/// 64-column atoms, so D96's O accumulator is 128 columns wide, the last 32 unused.
+pub fn hopper_stored_columns(head_dim: HeadDim) -> u32 {
+    head_dim.get().div_ceil(64) * 64
+}
+
 /// Floats per thread that the genome requires to live in registers.
 pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
     let d = head_dim.get();
@@ -204,8 +215,8 @@ pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
         // or without the softmax overlap: ptxas gives P registers of its own either way
         // (D128, three consumer warpgroups, no overlap, no setmaxnreg: 128 registers
         // without P, 160 with it, 128 to be had; ptxas failed to compile it in
-        // experiments/2026-11-24-h100-champions-2).
-        return d / 2 + g.block_n.get() / 2 + g.block_n.get() / 4;
+        // experiments/2026-11-24-h100-champions-2). O is as wide as P·V's N (D96: 128).
+        return hopper_stored_columns(head_dim) / 2 + g.block_n.get() / 2 + g.block_n.get() / 4;
     }
     let bm = g.block_m.get();
     let bn = g.block_n.get();
@@ -234,12 +245,27 @@ pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
 pub fn hopper_consumer_registers(g: &Genome) -> u32 {
     let wgs = g.consumer_wgs.get();
     match g.producer_regs.get() {
-        0 => (65536 / (128 * (wgs + 1)) / 8 * 8).min(255),
+        0 => hopper_launch_registers(g),
         // Registers move only within the CTA's launch allocation (each thread's launch
         // share, rounded down to 8): the consumers get what the producer frees.
         p => (((65536 / (128 * (wgs + 1)) / 8 * 8) * (wgs + 1) - p) / wgs / 8 * 8).min(240),
     }
 }
+
+/// Hopper: registers per thread that the launch bound gives every thread of the CTA
+/// (`__launch_bounds__(128 x (consumer_wgs + 1), 1)`: the register file's share, rounded
+/// down to 8): 168 with two consumer warpgroups, 128 with three.
+pub fn hopper_launch_registers(g: &Genome) -> u32 {
+    (65536 / (128 * (g.consumer_wgs.get() + 1)) / 8 * 8).min(255)
+}
+
+/// Hopper: registers ptxas needs beside O's accumulators to compile one O += P·V wgmma
+/// (its A fragment, descriptor, predicate and what stays live across it). ptxas checks
+/// that instruction against the launch bound's registers, not against what setmaxnreg
+/// gives the consumers later: at D256 it asks for 158 (128 + 30) whatever block_n,
+/// loader, overlap or ping-pong (NVRTC 13.5, sm_90a), and fails to compile a kernel of
+/// three consumer warpgroups (128) with "Insufficient registers".
+pub const HOPPER_PV_OPERAND_REGS: u32 = 30;
 
 /// Checks every rule; returns all violations (empty when valid).
 pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violation> {
@@ -329,7 +355,7 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                     "{regs} accumulator registers per consumer thread (O {} + S {} + P {} at \
                      D = {head_dim}, block_n = {}) exceed the {budget} a consumer of {} \
                      warpgroups has with producer_regs = {}",
-                    head_dim.get() / 2,
+                    hopper_stored_columns(head_dim) / 2,
                     g.block_n.get() / 2,
                     g.block_n.get() / 4,
                     g.block_n,
@@ -338,6 +364,25 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                 ),
                 fix: "set producer_regs (setmaxnreg gives the consumers the producer's \
                       registers), or lower block_n or consumer_wgs"
+                    .into(),
+            });
+        }
+        let pv = hopper_stored_columns(head_dim) / 2 + HOPPER_PV_OPERAND_REGS;
+        let launch = hopper_launch_registers(g);
+        if pv > launch {
+            out.push(Violation {
+                rule: Rule::RegisterFile,
+                detail: format!(
+                    "the O += P·V wgmma at D = {head_dim} needs {pv} registers per thread \
+                     (O {} + {HOPPER_PV_OPERAND_REGS} for its operands), over the {launch} \
+                     that the launch bound of {} consumer warpgroups gives every thread; \
+                     ptxas checks each wgmma against the launch bound, whatever setmaxnreg \
+                     gives later",
+                    hopper_stored_columns(head_dim) / 2,
+                    g.consumer_wgs
+                ),
+                fix: "lower consumer_wgs (two consumer warpgroups launch with 168 registers \
+                      a thread)"
                     .into(),
             });
         }

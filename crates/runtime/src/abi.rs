@@ -183,11 +183,78 @@ pub struct TensorMapArg(pub(crate) [u64; 16]);
 // `const __grid_constant__ CUtensorMap` parameter (the driver copies the bytes).
 unsafe impl DeviceRepr for TensorMapArg {}
 
+/// The shape of one tensor's 3-D tiled map, innermost first, as `cuTensorMapEncodeTiled`
+/// takes it: global dims (D, L, B*heads), the byte strides of dims 1 and 2, the box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TiledMapShape {
+    pub dims: [u64; 3],
+    pub strides: [u64; 2],
+    pub boxes: [u32; 3],
+}
+
+impl TiledMapShape {
+    /// The map of a [B, heads, L, D] tensor of 16-bit elements with boxes of
+    /// `spec.box_cols` x `rows` x 1. The inner dimension is the real D, whatever the
+    /// box: at D96 a row takes two 64-column boxes and the second one's columns 96..127
+    /// lie out of bounds, so the copy engine writes zeros there (the Hopper template's
+    /// padded tiles); at D256 a row takes four.
+    pub fn of(p: &Problem, (len, heads): (u32, u32), rows: u32, spec: &TensorMapSpec) -> Self {
+        let d = u64::from(p.head_dim.get());
+        TiledMapShape {
+            dims: [d, u64::from(len), u64::from(p.batch * heads)],
+            strides: [d * 2, u64::from(len) * d * 2],
+            boxes: [spec.box_cols, rows, 1],
+        }
+    }
+
+    /// Boxes that cover one row of D elements.
+    pub fn boxes_per_row(&self) -> u64 {
+        self.dims[0].div_ceil(u64::from(self.boxes[0]))
+    }
+
+    /// The requirements `cuTensorMapEncodeTiled` documents for a 16-bit, non-interleaved
+    /// map with the 128-byte swizzle, checked before the driver sees the map (so a
+    /// shape it would refuse is named here, and CPU tests can check every head dim).
+    pub fn check(&self) -> Result<(), String> {
+        if self.dims.iter().any(|&d| d == 0 || d > 1 << 32) {
+            return Err(format!(
+                "tensor map dims {:?}: each must be 1..=2^32",
+                self.dims
+            ));
+        }
+        if self
+            .strides
+            .iter()
+            .any(|&s| !s.is_multiple_of(16) || s >= 1 << 40)
+        {
+            return Err(format!(
+                "tensor map strides {:?} bytes: each must be a multiple of 16 below 2^40",
+                self.strides
+            ));
+        }
+        if self.boxes.iter().any(|&b| b == 0 || b > 256) {
+            return Err(format!(
+                "tensor map box {:?}: each side must be 1..=256",
+                self.boxes
+            ));
+        }
+        let inner_bytes = self.boxes[0] * 2;
+        if !inner_bytes.is_multiple_of(16) || inner_bytes > 128 {
+            return Err(format!(
+                "tensor map box rows of {inner_bytes} bytes: with the 128-byte swizzle a \
+                 box row is a multiple of 16 bytes, at most 128"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Encodes the 3-D map (D, L, B*heads) of one [B, heads, L, D] tensor: boxes of
 /// `spec.box_cols` x `rows` x 1, 128-byte swizzle, zeros for elements past L (so the
-/// partial tile of a head never reads the next head's rows). `len` and `heads` are the
-/// tensor's (`p.q_len`, `p.heads` for Q; `p.kv_len`, `p.kv_heads()` for K and V). The
-/// driver must be present ([`crate::driver_present`]).
+/// partial tile of a head never reads the next head's rows) and past D (D96's padded
+/// tiles; [`TiledMapShape::of`]). `len` and `heads` are the tensor's (`p.q_len`,
+/// `p.heads` for Q; `p.kv_len`, `p.kv_heads()` for K and V). The driver must be present
+/// ([`crate::driver_present`]).
 pub fn encode_tensor_map(
     base: u64,
     p: &Problem,
@@ -196,10 +263,15 @@ pub fn encode_tensor_map(
     spec: &TensorMapSpec,
 ) -> Result<TensorMapArg, RuntimeError> {
     use cudarc::driver::sys as cu;
-    let d = p.head_dim.get() as u64;
-    let dims = [d, len as u64, (p.batch * heads) as u64];
-    let strides = [d * 2, len as u64 * d * 2];
-    let boxes = [spec.box_cols, rows, 1u32];
+    let shape = TiledMapShape::of(p, (len, heads), rows, spec);
+    shape
+        .check()
+        .map_err(|e| RuntimeError::Abi(format!("{p}: {e}")))?;
+    let TiledMapShape {
+        dims,
+        strides,
+        boxes,
+    } = shape;
     let element_strides = [1u32; 3];
     let dtype = match p.dtype {
         Dtype::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
@@ -247,6 +319,48 @@ mod tests {
             .contains("threads_per_block"));
         let zero = Geometry::from_ints(&[64, 128, 0, 0, 0, 0]).unwrap();
         assert!(zero.check(1 << 20).unwrap_err().contains("split_kv"));
+    }
+
+    /// The Hopper template loads a row of D elements as ceil(D / 64) boxes of 64 columns
+    /// (kernels/attention_sm90.cu, `kColBlocks`) from a map whose inner dimension is the
+    /// real D: at D96 the second box's columns 96..127 are out of bounds (zero-filled).
+    #[test]
+    fn tensor_maps_cover_every_head_dim_with_64_column_boxes() {
+        let spec = TensorMapSpec::from_ints(&[128, 80, 64, 128]).unwrap();
+        for (d, boxes_per_row) in [(64, 1), (96, 2), (128, 2), (256, 4)] {
+            let p: Problem = format!("2,8,1000,777,{d},bf16,kv=2").parse().unwrap();
+            let q = TiledMapShape::of(&p, (p.q_len, p.heads), spec.q_rows, &spec);
+            let kv = TiledMapShape::of(&p, (p.kv_len, p.kv_heads()), spec.kv_rows, &spec);
+            let d = d as u64;
+            assert_eq!(q.dims, [d, 1000, 16], "D{d}");
+            assert_eq!(q.strides, [d * 2, 1000 * d * 2], "D{d}");
+            assert_eq!(q.boxes, [64, 128, 1], "D{d}");
+            assert_eq!(kv.dims, [d, 777, 4], "D{d}");
+            assert_eq!(kv.strides, [d * 2, 777 * d * 2], "D{d}");
+            assert_eq!(kv.boxes, [64, 80, 1], "D{d}");
+            assert_eq!(q.boxes_per_row(), boxes_per_row, "D{d}");
+            assert_eq!(kv.boxes_per_row(), boxes_per_row, "D{d}");
+            q.check().unwrap();
+            kv.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn tensor_map_shapes_the_driver_refuses_are_named() {
+        let spec = TensorMapSpec::from_ints(&[64, 64, 64, 128]).unwrap();
+        let p: Problem = "1,1,64,64,96,f16".parse().unwrap();
+        let ok = TiledMapShape::of(&p, (64, 1), 64, &spec);
+        ok.check().unwrap();
+        let odd_stride = TiledMapShape {
+            strides: [100, 6400],
+            ..ok
+        };
+        assert!(odd_stride.check().unwrap_err().contains("multiple of 16"));
+        let wide = TiledMapShape {
+            boxes: [128, 64, 1],
+            ..ok
+        };
+        assert!(wide.check().unwrap_err().contains("at most 128"));
     }
 
     #[test]

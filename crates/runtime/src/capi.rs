@@ -136,7 +136,7 @@ pub fn problem_of(dims: [c_int; 5], dtype: c_int, causal: c_int) -> Result<Probl
     }
     let head_dim = HeadDim::try_from(v[4]).map_err(|_| {
         RuntimeError::Unsupported(format!(
-            "head dim D={} has no champion (evo builds D=64 and D=128)",
+            "head dim D={} has no champion (evo builds D=64, 96, 128 and 256)",
             v[4]
         ))
     })?;

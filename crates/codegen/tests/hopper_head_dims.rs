@@ -1,0 +1,124 @@
+//! The Hopper template at head dims 96 and 256 (NVRTC, no GPU): FlashAttention-3's
+//! tiles for them compile without spills, P·V's wgmma has the N the padded tiles
+//! give (D96: 128), and a uniform sample of the valid Hopper genomes at both head dims compiles.
+//! `EVO_SWEEP_SAMPLES` overrides the sample's size per head dim (default 24).
+
+use evo_codegen::*;
+use evo_genome::{
+    space, BlockN, ConsumerWgs, Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, ProducerRegs,
+    Stages, Switch, Target,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::sync::OnceLock;
+
+fn toolchain() -> &'static Toolchain {
+    static TC: OnceLock<Toolchain> = OnceLock::new();
+    TC.get_or_init(|| Toolchain::discover().unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn fa3() -> Genome {
+    Genome {
+        family: Family::Hopper,
+        consumer_wgs: ConsumerWgs::C2,
+        block_n: BlockN::N128,
+        stages: Stages::S2,
+        hopper_load: HopperLoad::Tma,
+        exp: ExpFn::Exp2,
+        producer_regs: ProducerRegs::R24,
+        pingpong: Switch::On,
+        softmax_overlap: Switch::On,
+        ..Genome::baseline()
+    }
+}
+
+/// The forward kernel's PTX (the module also holds the combine kernel).
+fn fwd_ptx(ptx: &str) -> &str {
+    let start = ptx
+        .find(".entry evo_attention_fwd")
+        .expect("evo_attention_fwd in the PTX");
+    let rest = &ptx[start..];
+    let end = rest[1..].find(".entry ").map_or(rest.len(), |i| i + 1);
+    &rest[..end]
+}
+
+#[test]
+fn flash_attention_3_tiles_compile_at_d96_and_d256() {
+    // FlashAttention-3's D96 tile is 192 x 144 (three warpgroups), which D96's padded
+    // O (64 registers) does not fit in 160; 128 x 144 does. D256: 128 x 80.
+    let d96 = Genome {
+        block_n: BlockN::N144,
+        ..fa3()
+    };
+    let d256 = Genome {
+        block_n: BlockN::N80,
+        ..fa3()
+    };
+    for (g, d, pv_n) in [(d96, HeadDim::D96, 128), (d256, HeadDim::D256, 256)] {
+        for dtype in Dtype::ALL {
+            let c = compile_genome(toolchain(), &g, d, dtype, Target::Sm90)
+                .unwrap_or_else(|e| panic!("D{d} {dtype}: {e}"));
+            let k = c
+                .report
+                .kernel("evo_attention_fwd")
+                .expect("a ptxas report");
+            assert_eq!(
+                (k.spill_stores, k.spill_loads),
+                (0, 0),
+                "D{d} {dtype} spills"
+            );
+            let ptx = fwd_ptx(&c.ptx);
+            // S = Q K^T at N = block_n, O += P V at N = the stored columns, nothing else.
+            let pv = format!("m64n{pv_n}k16");
+            let qk = format!("m64n{}k16", g.block_n.get());
+            assert!(ptx.contains(&pv), "D{d}: no {pv} wgmma");
+            assert!(ptx.contains(&qk), "D{d}: no {qk} wgmma");
+            for line in ptx.lines().filter(|l| l.contains("wgmma.mma_async")) {
+                assert!(
+                    line.contains(&pv) || line.contains(&qk),
+                    "D{d}: unexpected wgmma {line}"
+                );
+            }
+        }
+    }
+}
+
+/// Uniform samples of the valid Hopper genomes at D96 and D256, every loader, split,
+/// packing and persistence the rules accept: every one compiles.
+#[test]
+fn sampled_valid_hopper_genomes_compile_at_d96_and_d256() {
+    let samples: usize = std::env::var("EVO_SWEEP_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let mut rng = ChaCha8Rng::seed_from_u64(0xd96_d256);
+    let mut jobs = Vec::new();
+    for d in [HeadDim::D96, HeadDim::D256] {
+        for i in 0..samples {
+            let g = space::sample_valid_in(&mut rng, Family::Hopper, d, Target::Sm90)
+                .expect("valid Hopper genomes exist");
+            jobs.push((g, d, Dtype::ALL[i % 2], Target::Sm90));
+        }
+    }
+    let results = compile_many(toolchain(), &jobs);
+    let mut failures = Vec::new();
+    for ((g, d, dtype, _), r) in jobs.iter().zip(&results) {
+        match r {
+            Err(e) => failures.push(format!("{} D{d} {dtype}: {e}", g.summary())),
+            Ok(c) => {
+                let k = c
+                    .report
+                    .kernel("evo_attention_fwd")
+                    .expect("a ptxas report");
+                eprintln!(
+                    "D{d} {dtype} {}: {} registers, {}/{} bytes spilled",
+                    g.summary(),
+                    k.registers,
+                    k.spill_stores,
+                    k.spill_loads
+                );
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
