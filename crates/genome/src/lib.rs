@@ -9,6 +9,7 @@
 pub mod dispatch;
 pub mod file;
 pub mod genes;
+pub mod head_dim;
 pub mod problem;
 pub mod rules;
 pub mod space;
