@@ -202,12 +202,13 @@ def main():
         b, h, lq, lk, d, causal = (c["batch"], c["heads"], c["q_len"], c["kv_len"],
                                    c["head_dim"], c["causal"])
         gen = torch.Generator(device="cuda").manual_seed(args.seed)
-        sets = []
-        for _ in range(input_sets(b, h, lq, lk, d)):
-            q = torch.randn(b, h, lq, d, device="cuda", generator=gen).to(dtype)
-            k = torch.randn(b, h, lk, d, device="cuda", generator=gen).to(dtype)
-            v = torch.randn(b, h, lk, d, device="cuda", generator=gen).to(dtype)
-            sets.append((q, k, v, torch.empty_like(q)))
+        # The input sets are slices of one buffer per tensor, as FAST's slots are, and
+        # are drawn again with one launch per tensor (refresh_sets below).
+        n = input_sets(b, h, lq, lk, d)
+        bufs = [torch.randn(n, b, h, l, d, device="cuda", generator=gen).to(dtype)
+                for l in (lq, lk, lk)]
+        bufs.append(torch.empty_like(bufs[0]))
+        sets = [tuple(t[i] for t in bufs) for i in range(n)]
         q, k, v, o = sets[0]
         if not evo_attention.covers(q, k, v, causal):
             print(f"{c['class']:<26} not covered by the export on this GPU: FAIL")
@@ -237,7 +238,7 @@ def main():
         sets_us = None
         if method == "graph" and then is not None:
             def refresh_sets():
-                for t in (x for st in sets for x in st[:3]):
+                for t in bufs[:3]:
                     t.normal_(generator=gen)
             sets_us, _, _ = time_sets_graph(torch, lambda i: evo_attention.forward(
                 *sets[i][:3], sets[i][3], is_causal=causal), len(sets), refresh_sets)
@@ -262,7 +263,7 @@ def main():
         print(f"{c['class']:<26} {rel_frob:>9.2e} {max_abs:>8.2e} {method:>6} {us:>9.2f} "
               f"{then if then else float('nan'):>9.2f} {ratio:>6.3f} {graph_us:>9.2f} "
               f"{cudnn:>9.2f}  {verdict}")
-        del sets, q, k, v, o
+        del sets, bufs, q, k, v, o
         torch.cuda.empty_cache()
     print(f"tolerances {args.dtype}: rel_frob {tol['rel_frob']}, max_abs {tol['max_abs']}; "
           f"{len(m.champions) - failed} of {len(m.champions)} ok")
