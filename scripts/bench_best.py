@@ -10,6 +10,7 @@ and FlexAttention included, is named on the shape's line). Rows of `evo bench --
 ("... (cold L2)") are compared with the baselines' cold-L2 rows.
 """
 import argparse
+import gzip
 import json
 from collections import defaultdict
 
@@ -22,7 +23,10 @@ def main():
     ap.add_argument("bench_json")
     ap.add_argument("--top", type=int, default=3)
     args = ap.parse_args()
-    rows = [r for r in json.load(open(args.bench_json)) if r.get("median_us")]
+    # A recorded bench is often kept gzipped (experiments/*/*.json.gz).
+    opener = gzip.open if args.bench_json.endswith(".gz") else open
+    with opener(args.bench_json, "rt", encoding="utf-8") as f:
+        rows = [r for r in json.load(f) if r.get("median_us")]
     by_shape = defaultdict(list)
     for r in rows:
         cold = r["kernel"].endswith(COLD)
