@@ -14,6 +14,7 @@ echo "== evo evolve --backend gpu --problem 4,16,1024,1024,64,f16 --minutes 6 --
 timeout 420 $E evolve --backend gpu --problem 4,16,1024,1024,64,f16 --minutes 6 --genomes $seeds --experiment $R/search --quiet >> $R/search.txt 2>&1; echo "search exit $?"
 tail -4 $R/search.txt
 $E champions $R/search --out $R/champion > $R/champions.txt 2>&1; echo "champions exit $?"
+sed -i 's/^name = .*/name = "s1-b4-h16-l1024-d64"/' $R/champion/b4-h16-l1024-d64.toml
 echo "== evo bench CHAMPION genomes/champions/h100/b4-h16-l1024-d64.toml --problem 4,16,1024,1024,64,f16 --json bench.json" > $R/bench.txt
 timeout 100 $E bench $R/champion/b4-h16-l1024-d64.toml genomes/champions/h100/b4-h16-l1024-d64.toml --problem 4,16,1024,1024,64,f16 --json $R/bench.json >> $R/bench.txt 2>&1; echo "bench exit $?"
 python3 scripts/bench_best.py $R/bench.json
