@@ -61,6 +61,14 @@ def reference(torch, q, k, v, causal):
     return out.reshape(b, h, lq, d)
 
 
+def median_min_max(per_call):
+    """Median, min and max of the per-call µs."""
+    per_call = sorted(per_call)
+    n = len(per_call)
+    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
+    return median, per_call[0], per_call[-1]
+
+
 def time_graph(torch, fn):
     """Median, min and max µs per call of `fn(i)`, graph-timed as sdpa_baseline.py."""
     torch.cuda.synchronize()
@@ -95,10 +103,7 @@ def time_graph(torch, fn):
     for _ in range(20):
         start.record(); g.replay(); end.record(); torch.cuda.synchronize()
         per_call.append(start.elapsed_time(end) * 1e3 / calls)
-    per_call.sort()
-    n = len(per_call)
-    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-    return median, per_call[0], per_call[-1]
+    return median_min_max(per_call)
 
 
 def time_events(torch, fn, refresh, repeats=20):
@@ -119,10 +124,7 @@ def time_events(torch, fn, refresh, repeats=20):
         torch.cuda._sleep(HOLD_CYCLES)
         start.record(); fn(); end.record(); torch.cuda.synchronize()
         per_call.append(start.elapsed_time(end) * 1e3)
-    per_call.sort()
-    n = len(per_call)
-    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-    return median, per_call[0], per_call[-1]
+    return median_min_max(per_call)
 
 
 def time_sets_graph(torch, fn, sets, refresh, repeats=20):
@@ -153,10 +155,7 @@ def time_sets_graph(torch, fn, sets, refresh, repeats=20):
         start.record(); g.replay(); end.record(); torch.cuda.synchronize()
         per_call.append(start.elapsed_time(end) * 1e3 / sets)
     del g, flush
-    per_call.sort()
-    n = len(per_call)
-    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-    return median, per_call[0], per_call[-1]
+    return median_min_max(per_call)
 
 
 def bench_figures(path, dtype):

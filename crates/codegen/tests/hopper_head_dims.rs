@@ -4,10 +4,7 @@
 //! `EVO_SWEEP_SAMPLES` overrides the sample's size per head dim (default 24).
 
 use evo_codegen::*;
-use evo_genome::{
-    space, BlockN, ConsumerWgs, Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, ProducerRegs,
-    Stages, Switch, Target,
-};
+use evo_genome::{space, BlockN, Dtype, Family, Genome, GenomeFile, HeadDim, Target};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::OnceLock;
@@ -17,19 +14,12 @@ fn toolchain() -> &'static Toolchain {
     TC.get_or_init(|| Toolchain::discover().unwrap_or_else(|e| panic!("{e}")))
 }
 
+/// The named `fa3` genome (genomes/fa3.toml).
 fn fa3() -> Genome {
-    Genome {
-        family: Family::Hopper,
-        consumer_wgs: ConsumerWgs::C2,
-        block_n: BlockN::N128,
-        stages: Stages::S2,
-        hopper_load: HopperLoad::Tma,
-        exp: ExpFn::Exp2,
-        producer_regs: ProducerRegs::R24,
-        pingpong: Switch::On,
-        softmax_overlap: Switch::On,
-        ..Genome::baseline()
-    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/fa3.toml");
+    GenomeFile::load(&path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .genes
 }
 
 /// The forward kernel's PTX (the module also holds the combine kernel).

@@ -54,15 +54,13 @@ impl KernelSource {
             }
             // The first ABI (no `evo_abi` in the source) states the head dims it was
             // written for; the runtime refuses such a module at any other (kernels/ABI.md).
-            KernelSource::File { text, .. } => (!HeadDim::FIRST_ABI.contains(&head_dim)
-                && !text.contains(evo_runtime::abi::ABI_SYMBOL))
-            .then(|| {
-                format!(
-                    "a kernel of the first ABI (it declares no `{}`) states head dims 64 and \
-                     128 only, not D{head_dim}",
-                    evo_runtime::abi::ABI_SYMBOL
-                )
-            }),
+            KernelSource::File { text, .. } => {
+                if text.contains(evo_runtime::abi::ABI_SYMBOL) {
+                    None
+                } else {
+                    evo_runtime::abi::first_abi_refuses(head_dim)
+                }
+            }
         }
     }
 

@@ -3,23 +3,15 @@
 
 use evo_genome::rules::{self, HOPPER_ALIGN_SLACK, HOPPER_BARRIERS};
 use evo_genome::{
-    BlockN, ConsumerWgs, ExpFn, Family, Genome, HeadDim, HopperLoad, ProducerRegs, Rule, Stages,
-    Switch, Target,
+    BlockN, ConsumerWgs, Genome, GenomeFile, HeadDim, ProducerRegs, Rule, Stages, Switch, Target,
 };
 
+/// The named `fa3` genome (genomes/fa3.toml).
 fn fa3() -> Genome {
-    Genome {
-        family: Family::Hopper,
-        consumer_wgs: ConsumerWgs::C2,
-        block_n: BlockN::N128,
-        stages: Stages::S2,
-        hopper_load: HopperLoad::Tma,
-        exp: ExpFn::Exp2,
-        producer_regs: ProducerRegs::R24,
-        pingpong: Switch::On,
-        softmax_overlap: Switch::On,
-        ..Genome::baseline()
-    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/fa3.toml");
+    GenomeFile::load(&path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .genes
 }
 
 fn failed(g: &Genome, d: HeadDim) -> Vec<Rule> {

@@ -4,7 +4,7 @@
 
 use crate::error::{driver, RuntimeError};
 use cudarc::driver::DeviceRepr;
-use evo_genome::{Dtype, Problem};
+use evo_genome::{Dtype, HeadDim, Problem};
 
 /// Symbols of the kernel ABI (kernels/ABI.md).
 pub const ENTRY_FWD: &str = "evo_attention_fwd";
@@ -22,6 +22,18 @@ pub const ABI_SYMBOL: &str = "evo_abi";
 pub const PACK_GQA_SYMBOL: &str = "evo_pack_gqa";
 /// The ABI versions the runtime launches.
 pub const ABI_VERSIONS: std::ops::RangeInclusive<u32> = 1..=2;
+
+/// Why a module of the first ABI cannot run at `head_dim` (it states D64 and D128 only),
+/// or `None` where it can: the one rule the gates (before building a file) and the
+/// runtime (before launching a module) both apply.
+pub fn first_abi_refuses(head_dim: HeadDim) -> Option<String> {
+    (!HeadDim::FIRST_ABI.contains(&head_dim)).then(|| {
+        format!(
+            "a kernel of the first ABI (it declares no `{ABI_SYMBOL}`) states head dims 64 \
+             and 128 only, not D{head_dim}; D{head_dim} needs the second (kernels/ABI.md)"
+        )
+    })
+}
 
 /// The ABI version a module declares in `evo_abi`, refusing ones the runtime cannot
 /// launch.

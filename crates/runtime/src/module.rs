@@ -2,14 +2,15 @@
 //! maps it declares (kernels/ABI.md), checked against the device before any launch.
 
 use crate::abi::{
-    abi_version, persistent_ctas, Geometry, TensorMapSpec, ABI_SYMBOL, ENTRY_COMBINE, ENTRY_FWD,
-    GEOMETRY_SYMBOL, PACK_GQA_SYMBOL, PERSISTENT_SYMBOL, TENSOR_MAPS_SYMBOL,
+    abi_version, first_abi_refuses, persistent_ctas, Geometry, TensorMapSpec, ABI_SYMBOL,
+    ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL, PACK_GQA_SYMBOL, PERSISTENT_SYMBOL,
+    TENSOR_MAPS_SYMBOL,
 };
 use crate::error::{driver, RuntimeError};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
-use evo_genome::{HeadDim, Problem};
+use evo_genome::Problem;
 use std::sync::Arc;
 
 /// What a module is loaded from.
@@ -200,12 +201,10 @@ impl AttentionModule {
     /// attention with a top-left causal mask or none ([`Problem::is_basic`]), at head
     /// dims 64 and 128.
     pub fn states(&self, p: &Problem) -> Result<(), RuntimeError> {
-        if self.abi < 2 && !HeadDim::FIRST_ABI.contains(&p.head_dim) {
-            return Err(RuntimeError::Unsupported(format!(
-                "{} is a kernel of the first ABI (it declares no `{ABI_SYMBOL}`), written for \
-                 head dims 64 and 128; D{} needs the second (kernels/ABI.md)",
-                self.name, p.head_dim
-            )));
+        if self.abi < 2 {
+            if let Some(why) = first_abi_refuses(p.head_dim) {
+                return Err(RuntimeError::Unsupported(format!("{}: {why}", self.name)));
+            }
         }
         if self.abi >= 2 || p.is_basic() {
             return Ok(());
