@@ -66,6 +66,8 @@ constexpr int kSplit = EVO_SPLIT_KV;
 constexpr int kCpAsync = 1, kTma = 2;  // EVO_KV_LOAD (0: plain loads)
 constexpr int kLoad = EVO_KV_LOAD;
 constexpr bool kPersistent = EVO_PERSISTENT != 0;
+// EVO_OVERLAP: 0 none, 1 within a tile, 2 chained across a persistent CTA's tiles.
+constexpr bool kChained = EVO_OVERLAP == 2;
 
 // Producer / consumer registers under setmaxnreg (0: no reallocation). At launch every
 // thread holds kLaunchRegs (the launch bounds' share of the 64K register file, rounded
@@ -93,6 +95,9 @@ static_assert(!EVO_EXP_FMA || EVO_EXP2, "EVO_EXP_FMA computes exp2: it needs EVO
 static_assert(kSplit >= 1 && kSplit <= 32 && (kSplit & (kSplit - 1)) == 0,
               "EVO_SPLIT_KV must be 1, 2, 4, 8, 16 or 32");
 static_assert(kLoad >= 0 && kLoad <= 2, "EVO_KV_LOAD must be 0 (direct), 1 (cp.async) or 2 (TMA)");
+static_assert(EVO_OVERLAP >= 0 && EVO_OVERLAP <= 2, "EVO_OVERLAP must be 0, 1 or 2 (chained)");
+static_assert(!kChained || kPersistent,
+              "EVO_OVERLAP 2 chains a CTA's tiles: it needs EVO_PERSISTENT (one tile otherwise)");
 static_assert(EVO_PINGPONG == 0 || kWgs >= 2,
               "EVO_PINGPONG alternates the GEMMs of two or more consumer warpgroups");
 static_assert(kProducerRegs == 0 || kProducerRegs == 24 || kProducerRegs == 32 || kProducerRegs == 40,
@@ -117,13 +122,15 @@ constexpr int kRowBytes = 128;
 constexpr int kColBlocks = (kD + 63) / 64;
 constexpr int kDs = kColBlocks * 64;               // stored (and P V's N) columns
 constexpr int kQBytes = kBM * kDs * 2;
-constexpr int kOBytes = kPersistent ? kQBytes : 0;  // O's staging (else it reuses Q's rows)
+// A persistent CTA's second Q-sized buffer: O's staging, or chained (EVO_OVERLAP 2) the
+// second Q slot, O then staged in the finished tile's slot. Otherwise O reuses Q's rows.
+constexpr int kOBytes = kPersistent ? kQBytes : 0;
 constexpr int kTileBytes = kBN * kDs * 2;          // one K or one V stage
 constexpr int kBarrierBytes = 256;                  // (2 + 4 * stages) mbarriers, 8 bytes each
 constexpr int kAlignSlack = 1024;                   // the dynamic base is aligned up to 1024
 constexpr int kSmemTotal =
     kAlignSlack + kQBytes + kOBytes + 2 * kStages * kTileBytes + kBarrierBytes;
-static_assert((2 + 4 * kStages) * 8 <= kBarrierBytes, "barrier area too small");
+static_assert((4 + 4 * kStages) * 8 <= kBarrierBytes, "barrier area too small");
 static_assert(kD % 16 == 0 && kDs - kD < 64, "tiles are stored as 64-column blocks");
 // ptxas checks each wgmma against the launch bound's registers (kLaunchRegs), whatever
 // setmaxnreg gives later; O += P V needs O's kDs / 2 accumulators plus ~30 (at D256 it
@@ -481,14 +488,23 @@ __device__ __forceinline__ void copies_landed(uint32_t bar) {
   mbar_arrive(bar);
 }
 
+// The Q slot of a CTA's k-th tile and the parity of that slot's use.
+__device__ __forceinline__ int q_slot(int k) { return kChained ? k & 1 : 0; }
+__device__ __forceinline__ uint32_t q_parity(int k) { return kChained ? (k >> 1) & 1 : k & 1; }
+
 struct Smem {
   uint32_t q, o, k0, v0, bars;
   __device__ uint32_t k(int s) const { return k0 + s * kTileBytes; }
   __device__ uint32_t v(int s) const { return v0 + s * kTileBytes; }
-  __device__ uint32_t q_full() const { return bars; }
   // Q is released once the tile's last S = Q K^T has completed: a persistent CTA's
-  // producer then loads the next tile's Q.
-  __device__ uint32_t q_empty() const { return bars + 8; }
+  // producer then loads the next tile's Q. Chained, Q has two slots (the second one
+  // where O's staging would be), used by a CTA's tiles in turn, each released after
+  // its tile's epilogue; the second slot's barriers follow the stages'.
+  __device__ uint32_t q_at(int slot) const { return q + slot * kQBytes; }
+  __device__ uint32_t q_full(int slot) const { return slot ? bars + 8 * (2 + 4 * kStages) : bars; }
+  __device__ uint32_t q_empty(int slot) const {
+    return slot ? bars + 8 * (3 + 4 * kStages) : bars + 8;
+  }
   __device__ uint32_t k_full(int s) const { return bars + 8 * (2 + s); }
   __device__ uint32_t v_full(int s) const { return bars + 8 * (2 + kStages + s); }
   // K and V of a stage are released separately: K once S = Q K^T has completed, V
@@ -499,6 +515,20 @@ struct Smem {
 
 // ============================================================ 5. the consumers
 
+// One unit of work: a query block of one head, over one split of the keys.
+struct Work {
+  int m_block, bh, split;
+};
+
+// A finished tile's rows and softmax statistics: what its epilogue reads (chained,
+// the consumer has moved on to the next tile by then).
+// The thread's rows follow from the warpgroup's first one; m is read by a split's
+// epilogue only.
+struct Finished {
+  int wg_row0;
+  float m[2], l[2];
+};
+
 // One consumer warpgroup's view of the tile: its rows, its lane, its running softmax.
 struct Consumer {
   int cw;         // consumer warpgroup index: rows m0 + 64 cw .. + 63
@@ -508,6 +538,17 @@ struct Consumer {
   float m[2], l[2];
   float score_scale;
   Mask mk;
+  // Starts a tile: its rows (query block m_block) and an empty softmax.
+  __device__ void begin(const Work& w, int warp) {
+    wg_row0 = w.m_block * kBM + cw * 64;
+    row[0] = wg_row0 + warp * 16 + lane / 4;
+    row[1] = row[0] + 8;
+    m[0] = m[1] = neg_inf();
+    l[0] = l[1] = 0.0f;
+  }
+  __device__ Finished finish() const {
+    return Finished{wg_row0, {m[0], m[1]}, {l[0], l[1]}};
+  }
 };
 
 // S = Q K^T: D/16 k-steps; a step advances 32 bytes inside a 128-byte row, and every
@@ -526,14 +567,15 @@ __device__ __forceinline__ void issue_qk(float (&sc)[kBN / 2], uint32_t q_wg, ui
 }
 
 // O += P V: BN/16 k-steps of 16 V rows (2048 bytes); V is read transposed, N = kDs
-// (D96: 128, the last 32 columns V's zero pad). Issued.
+// (D96: 128, the last 32 columns V's zero pad). With `acc` = 0, O = P V: O's registers
+// are not read. Issued.
 __device__ __forceinline__ void issue_pv(float (&o)[kDs / 2], uint32_t (&p)[kBN / 16][4],
-                                         uint32_t v_stage) {
+                                         uint32_t v_stage, int acc = 1) {
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kBN / 16; ++kk) {
     const uint64_t db = make_desc(v_stage + kk * 16 * kRowBytes, kBN * kRowBytes, 1024);
-    wgmma_rs<kDs>(o, p[kk], db, 1);
+    wgmma_rs<kDs>(o, p[kk], db, kk > 0 ? 1 : acc);
   }
   wgmma_commit();
 }
@@ -649,17 +691,12 @@ struct Turns {
   }
   __device__ void open() {
 #if EVO_PINGPONG
-    if (cw == kWgs - 1 && total > 0) asm volatile("bar.arrive 1, 256;" ::: "memory");
+    if (cw == kWgs - 1 && total != 0) asm volatile("bar.arrive 1, 256;" ::: "memory");
 #endif
   }
 };
 
 // ============================================================ 6. the scheduler
-
-// One unit of work: a query block of one head, over one split of the keys.
-struct Work {
-  int m_block, bh, split;
-};
 
 // Which tile a CTA computes. Without EVO_PERSISTENT each CTA computes the tile of its
 // block index (kernels/ABI.md's grid). A persistent CTA takes tiles blockIdx.x,
@@ -763,8 +800,10 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   // the `_empty` barriers count one arrival per consumer warp.
   constexpr uint32_t kFillers = kLoad == kTma ? 1 : 128;
   if (threadIdx.x == 0) {
-    mbar_init(sm.q_full(), kFillers);
-    mbar_init(sm.q_empty(), kWgs * 4);
+    for (int j = 0; j < (kChained ? 2 : 1); ++j) {
+      mbar_init(sm.q_full(j), kFillers);
+      mbar_init(sm.q_empty(j), kWgs * 4);
+    }
     for (int s = 0; s < kStages; ++s) {
       mbar_init(sm.k_full(s), kFillers);
       mbar_init(sm.v_full(s), kFillers);
@@ -789,10 +828,12 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
         const Work w = sched.work(t);
         const KvRange r = kv_range(w, mk, Lq);
         const int kvh = kPack ? w.bh : kv_head_of(w.bh, H_in, Hkv);
-        mbar_wait(sm.q_empty(), (k & 1) ^ 1);
-        mbar_expect_tx(sm.q_full(), kQBytes);
+        const int slot = q_slot(k);
+        mbar_wait(sm.q_empty(slot), q_parity(k) ^ 1);
+        mbar_expect_tx(sm.q_full(slot), kQBytes);
         for (int b = 0; b < kColBlocks; ++b)
-          tma_load(sm.q + b * kBM * kRowBytes, &tm_q, sm.q_full(), b * 64, w.m_block * kBM, w.bh);
+          tma_load(sm.q_at(slot) + b * kBM * kRowBytes, &tm_q, sm.q_full(slot), b * 64,
+                   w.m_block * kBM, w.bh);
         for (int it = 0; it < r.count; ++it, ++kv) {
           const int s = kv % kStages;
           const uint32_t free_parity = ((kv / kStages) & 1) ^ 1;
@@ -815,9 +856,10 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       const KvRange r = kv_range(w, mk, Lq);
       const size_t q_head = (size_t)w.bh * Lq * kD;
       const size_t kv_head = (size_t)(kPack ? w.bh : kv_head_of(w.bh, H_in, Hkv)) * Lk * kD;
-      mbar_wait(sm.q_empty(), (k & 1) ^ 1);
-      copy_tile<kBM>(sm.q, Q + q_head, w.m_block * kBM, Lq);
-      copies_landed(sm.q_full());
+      const int slot = q_slot(k);
+      mbar_wait(sm.q_empty(slot), q_parity(k) ^ 1);
+      copy_tile<kBM>(sm.q_at(slot), Q + q_head, w.m_block * kBM, Lq);
+      copies_landed(sm.q_full(slot));
       for (int it = 0; it < r.count; ++it, ++kv) {
         const int s = kv % kStages;
         const uint32_t free_parity = ((kv / kStages) & 1) ^ 1;
@@ -848,10 +890,6 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
 #endif
   c.mk = mk;
   const int lane = c.lane, quad = c.quad;
-  const int* row = c.row;
-  float* m = c.m;
-  float* l = c.l;
-  const uint32_t q_wg = sm.q + c.cw * 64 * kRowBytes;
 
   // Accumulators in wgmma's layout: value 4j + 2i + e is row row[i], column 8j + 2 quad + e.
   // O has kDs columns (D96: 128, the last 32 never stored).
@@ -860,39 +898,212 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   uint32_t p[kBN / 16][4];
   float alpha[2];
 
+  // The epilogue: O / l of a finished tile's rows, staged through shared memory at
+  // `o_wg` (the warpgroup's rows of a Q-sized buffer), or a split's share.
+  auto store_o = [&](Finished f, const Work& w, uint32_t o_wg) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      f.l[i] += __shfl_xor_sync(0xffffffff, f.l[i], 1);
+      f.l[i] += __shfl_xor_sync(0xffffffff, f.l[i], 2);
+    }
+    if (kSplit > 1) {
+      // The split's share: o / l (fp32) and the natural-log lse into the workspace.
+      const size_t BH = (size_t)B * H;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int rr = f.wg_row0 + warp * 16 + lane / 4 + 8 * i;
+        if (rr >= Lq) continue;
+        const float inv = f.l[i] > 0.0f ? 1.0f / f.l[i] : 0.0f;
+        const size_t at = ((size_t)w.split * BH + w.bh) * Lq + rr;
+        float* out = ws_o + at * kD;
+#pragma unroll
+        for (int j = 0; j < kD / 8; ++j)
+          *reinterpret_cast<float2*>(out + 8 * j + 2 * quad) =
+              make_float2(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+        if (quad == 0) {
+#if EVO_EXP2
+          const float lse = f.m[i] * 0.6931471805599453f + logf(f.l[i]);
+#else
+          const float lse = f.m[i] + logf(f.l[i]);
+#endif
+          ws_lse[at] = f.l[i] > 0.0f ? lse : neg_inf();
+        }
+      }
+      return;
+    }
+    // O through shared memory, so the global stores are whole 16-byte chunks of a row
+    // (the accumulator layout would store 4 bytes per lane, 16 bytes per row segment).
+    // The staging keeps the 128-byte swizzle, which also makes these stores
+    // conflict-free (a warp's 8 rows fall in 8 different 16-byte slots).
+    fence_async_proxy();
+    // A persistent warpgroup's threads may still be reading the last tile's O.
+    if (kPersistent && !kChained) asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int lr = warp * 16 + lane / 4 + 8 * i;
+      const float inv = f.l[i] > 0.0f ? 1.0f / f.l[i] : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kD / 8; ++j) {
+        const int col = 8 * j + 2 * quad;
+        const uint32_t at = o_wg + (col / 64) * kBM * kRowBytes + lr * kRowBytes +
+                            ((((col % 64) / 8) ^ (lr % 8)) * 16) + (col % 8) * 2;
+        const uint32_t v = pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
+      }
+    }
+    asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");  // this warpgroup only
+    constexpr int kChunks = 64 * kD / 8;
+#pragma unroll 4
+    for (int ch = tid; ch < kChunks; ch += 128) {
+      const int lr = ch / (kD / 8), chunk = ch % (kD / 8);
+      const int rr = f.wg_row0 + lr;
+      if (rr >= Lq) continue;
+      const uint32_t at = o_wg + (chunk / 8) * kBM * kRowBytes + lr * kRowBytes +
+                          (((chunk % 8) ^ (lr % 8)) * 16);
+      uint4 v;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "r"(at)
+                   : "memory");
+      *reinterpret_cast<uint4*>(O + ((size_t)w.bh * Lq + rr) * kD + chunk * 8) = v;
+    }
+  };
+  auto zero_o = [&]() {
+#pragma unroll
+    for (int i = 0; i < kDs / 2; ++i) o[i] = 0.0f;
+  };
+  auto keep_o_p = [&]() {
+#pragma unroll
+    for (int i = 0; i < kDs / 2; ++i) keep(o[i]);
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk)
+#pragma unroll
+      for (int r4 = 0; r4 < 4; ++r4) keep(p[kk][r4]);
+  };
+  auto keep_s = [&]() {
+#pragma unroll
+    for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+  };
+  // One arrival per warp: this warp is done with a Q slot, or with the K (or V) at
+  // ring position `pos` (the stage pos % kStages, in its (pos / kStages)-th use).
+  auto arrive = [&](uint32_t bar) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bar);
+  };
+  auto stage = [](int pos) { return pos % kStages; };
+  auto parity = [](int pos) { return (uint32_t)((pos / kStages) & 1); };
+
+#if EVO_OVERLAP == 2
+  // Chained: the CTA's tiles are one stream of K/V steps. A step issues the next
+  // tile's S = Q K^T (of this query tile, or the first of the next one) before this
+  // one's O += P V and runs its softmax while P V is on the tensor cores, so a tile's
+  // first S and softmax hide under the previous tile's last P V, and its epilogue
+  // follows. Q has two slots; a tile's slot is released after its epilogue, which
+  // stages O there. A chain ends before a tile whose rows see no key (or at the last
+  // tile): its last P V is waited for alone, as in the unchained kernel.
+  // A tile's first O += P V does not read O (`fresh`): O is never zeroed in the chain.
+  int kv = 0;  // ring position of the current step's K/V
+  for (int t = sched.first(), k = 0; t < sched.count();) {
+    Work w = sched.work(t);
+    KvRange r = kv_range(w, mk, Lq);
+    c.begin(w, warp);
+    mbar_wait(sm.q_full(q_slot(k)), q_parity(k));
+    if (r.count == 0) {
+      zero_o();
+      store_o(c.finish(), w, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes);
+      fence_async_proxy();
+      arrive(sm.q_empty(q_slot(k)));
+      t += sched.stride(), ++k;
+      continue;
+    }
+    Turns turns{c.cw, -1, 0};  // -1: every turn is handed over until the chain's last
+    turns.open();
+    mbar_wait(sm.k_full(stage(kv)), parity(kv));
+    turns.begin();
+    issue_qk(sc, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes, sm.k(stage(kv)));
+    turns.end();
+    wgmma_wait<0>();
+    keep_s();
+    arrive(sm.k_empty(stage(kv)));
+    softmax(c, sc, r.begin * kBN, alpha);
+    to_p(sc, p);
+    bool fresh = true;
+    for (int it = 0;; ++kv) {
+      // The next step: this tile's next K/V, or the next tile's first.
+      const bool new_tile = it + 1 == r.count;
+      Work wn = w;
+      KvRange rn = r;
+      if (new_tile) {
+        if (t + sched.stride() >= sched.count()) break;
+        wn = sched.work(t + sched.stride());
+        rn = kv_range(wn, mk, Lq);
+        if (rn.count == 0) break;
+      }
+      const int kn = new_tile ? k + 1 : k;
+      const int n0 = (new_tile ? rn.begin : r.begin + it + 1) * kBN;
+      mbar_wait(sm.k_full(stage(kv + 1)), parity(kv + 1));
+      if (new_tile) mbar_wait(sm.q_full(q_slot(kn)), q_parity(kn));
+      turns.begin();
+      issue_qk(sc, sm.q_at(q_slot(kn)) + c.cw * 64 * kRowBytes, sm.k(stage(kv + 1)));
+      rescale(o, alpha);
+      mbar_wait(sm.v_full(stage(kv)), parity(kv));
+      issue_pv(o, p, sm.v(stage(kv)), !fresh);
+      turns.end();
+      wgmma_wait<1>();
+      keep_s();
+      arrive(sm.k_empty(stage(kv + 1)));
+      const Finished fin = c.finish();
+      if (new_tile) c.begin(wn, warp);
+      softmax(c, sc, n0, alpha);
+      wgmma_wait<0>();
+      keep_o_p();
+      arrive(sm.v_empty(stage(kv)));
+      to_p(sc, p);
+      if (new_tile) {
+        store_o(fin, w, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes);
+        // The producer's next copy into this slot is the async proxy: order the
+        // reads above before it, then release the slot.
+        fence_async_proxy();
+        arrive(sm.q_empty(q_slot(k)));
+        w = wn, r = rn, t += sched.stride(), ++k, it = 0;
+      } else {
+        ++it;
+      }
+      fresh = new_tile;
+    }
+    // The chain's last step: its P V alone, then the epilogue.
+    turns.total = turns.taken + 1;
+    rescale(o, alpha);
+    mbar_wait(sm.v_full(stage(kv)), parity(kv));
+    turns.begin();
+    issue_pv(o, p, sm.v(stage(kv)), !fresh);
+    turns.end();
+    wgmma_wait<0>();
+    keep_o_p();
+    arrive(sm.v_empty(stage(kv)));
+    ++kv;
+    store_o(c.finish(), w, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes);
+    fence_async_proxy();
+    arrive(sm.q_empty(q_slot(k)));
+    t += sched.stride(), ++k;
+  }
+#else
   int kv = 0;  // K/V tiles consumed by this CTA so far: the ring's position
   for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
     const Work w = sched.work(t);
     const KvRange r = kv_range(w, mk, Lq);
     const int n_tiles = r.count, t_begin = r.begin;
-    const int m0 = w.m_block * kBM, bh = w.bh;
-    c.wg_row0 = m0 + c.cw * 64;
-    c.row[0] = c.wg_row0 + warp * 16 + c.lane / 4;
-    c.row[1] = c.row[0] + 8;
-    c.m[0] = c.m[1] = neg_inf();
-    c.l[0] = c.l[1] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kDs / 2; ++i) o[i] = 0.0f;
-
-    mbar_wait(sm.q_full(), k & 1);
-    auto stage_of = [&](int it) { return (kv + it) % kStages; };
-    auto parity_of = [&](int it) { return (uint32_t)(((kv + it) / kStages) & 1); };
-    // This warp is done with Q (after the tile's last S = Q K^T), or with tile it's K
-    // (or V): one arrival per warp.
-    auto release_q = [&]() {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(sm.q_empty());
-    };
+    const uint32_t q_wg = sm.q + c.cw * 64 * kRowBytes;
+    c.begin(w, warp);
+    zero_o();
+    mbar_wait(sm.q_full(0), q_parity(k));
+    // Q is released once the tile's last S = Q K^T has completed.
     auto release_k = [&](int it) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(sm.k_empty(stage_of(it)));
-      if (it == n_tiles - 1) release_q();
+      arrive(sm.k_empty(stage(kv + it)));
+      if (it == n_tiles - 1) arrive(sm.q_empty(0));
     };
-    auto release_v = [&](int it) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(sm.v_empty(stage_of(it)));
-    };
-    if (n_tiles == 0) release_q();
+    auto release_v = [&](int it) { arrive(sm.v_empty(stage(kv + it))); };
+    if (n_tiles == 0) arrive(sm.q_empty(0));
 
 #if EVO_OVERLAP
     // Intra-warpgroup overlap (FlashAttention-3): tile j+1's S = Q K^T is issued before
@@ -900,55 +1111,43 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     Turns turns{c.cw, n_tiles > 0 ? n_tiles + 1 : 0, 0};
     turns.open();
     if (n_tiles > 0) {
-      mbar_wait(sm.k_full(stage_of(0)), parity_of(0));
+      mbar_wait(sm.k_full(stage(kv)), parity(kv));
       turns.begin();
-      issue_qk(sc, q_wg, sm.k(stage_of(0)));
+      issue_qk(sc, q_wg, sm.k(stage(kv)));
       turns.end();
       wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+      keep_s();
       release_k(0);
       softmax(c, sc, t_begin * kBN, alpha);
       to_p(sc, p);
     }
     for (int it = 1; it < n_tiles; ++it) {
       const int n0 = (t_begin + it) * kBN;
-      mbar_wait(sm.k_full(stage_of(it)), parity_of(it));
+      mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
       turns.begin();
-      issue_qk(sc, q_wg, sm.k(stage_of(it)));
+      issue_qk(sc, q_wg, sm.k(stage(kv + it)));
       rescale(o, alpha);
-      mbar_wait(sm.v_full(stage_of(it - 1)), parity_of(it - 1));
-      issue_pv(o, p, sm.v(stage_of(it - 1)));
+      mbar_wait(sm.v_full(stage(kv + it - 1)), parity(kv + it - 1));
+      issue_pv(o, p, sm.v(stage(kv + it - 1)));
       turns.end();
       wgmma_wait<1>();
-#pragma unroll
-      for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+      keep_s();
       release_k(it);
       softmax(c, sc, n0, alpha);
       wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kDs / 2; ++i) keep(o[i]);
-#pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk)
-#pragma unroll
-        for (int r4 = 0; r4 < 4; ++r4) keep(p[kk][r4]);
+      keep_o_p();
       release_v(it - 1);
       to_p(sc, p);
     }
     if (n_tiles > 0) {
       const int last = n_tiles - 1;
       rescale(o, alpha);
-      mbar_wait(sm.v_full(stage_of(last)), parity_of(last));
+      mbar_wait(sm.v_full(stage(kv + last)), parity(kv + last));
       turns.begin();
-      issue_pv(o, p, sm.v(stage_of(last)));
+      issue_pv(o, p, sm.v(stage(kv + last)));
       turns.end();
       wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kDs / 2; ++i) keep(o[i]);
-#pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk)
-#pragma unroll
-        for (int r4 = 0; r4 < 4; ++r4) keep(p[kk][r4]);
+      keep_o_p();
       release_v(last);
     }
 #else
@@ -957,105 +1156,32 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     turns.open();
     for (int it = 0; it < n_tiles; ++it) {
       const int n0 = (t_begin + it) * kBN;
-      mbar_wait(sm.k_full(stage_of(it)), parity_of(it));
+      mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
       turns.begin();
-      issue_qk(sc, q_wg, sm.k(stage_of(it)));
+      issue_qk(sc, q_wg, sm.k(stage(kv + it)));
       turns.end();
       wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kBN / 2; ++i) keep(sc[i]);
+      keep_s();
       release_k(it);
       softmax(c, sc, n0, alpha);
       rescale(o, alpha);
       to_p(sc, p);
-      mbar_wait(sm.v_full(stage_of(it)), parity_of(it));
+      mbar_wait(sm.v_full(stage(kv + it)), parity(kv + it));
       turns.begin();
-      issue_pv(o, p, sm.v(stage_of(it)));
+      issue_pv(o, p, sm.v(stage(kv + it)));
       turns.end();
       wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kDs / 2; ++i) keep(o[i]);
-#pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk)
-#pragma unroll
-        for (int r4 = 0; r4 < 4; ++r4) keep(p[kk][r4]);
+      keep_o_p();
       release_v(it);
     }
 #endif
     kv += n_tiles;
-
-    // ---------------------------------------------------------------- epilogue
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      l[i] += __shfl_xor_sync(0xffffffff, l[i], 1);
-      l[i] += __shfl_xor_sync(0xffffffff, l[i], 2);
-    }
-    if (kSplit > 1) {
-      // The split's share: o / l (fp32) and the natural-log lse into the workspace.
-      const size_t BH = (size_t)B * H;
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int rr = row[i];
-        if (rr >= Lq) continue;
-        const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
-        const size_t slot = ((size_t)w.split * BH + bh) * Lq + rr;
-        float* out = ws_o + slot * kD;
-#pragma unroll
-        for (int j = 0; j < kD / 8; ++j)
-          *reinterpret_cast<float2*>(out + 8 * j + 2 * quad) =
-              make_float2(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
-        if (quad == 0) {
-#if EVO_EXP2
-          const float lse = m[i] * 0.6931471805599453f + logf(l[i]);
-#else
-          const float lse = m[i] + logf(l[i]);
-#endif
-          ws_lse[slot] = l[i] > 0.0f ? lse : neg_inf();
-        }
-      }
-    } else {
-      // O through shared memory, so the global stores are whole 16-byte chunks of a row
-      // (the accumulator layout would store 4 bytes per lane, 16 bytes per row segment).
-      // Without EVO_PERSISTENT the staging is the warpgroup's Q rows, free now (its last
-      // S = Q K^T has completed) and of O's size; a persistent CTA stages O apart, since
-      // the next tile's Q may be landing. Both keep the 128-byte swizzle, which also
-      // makes these stores conflict-free (a warp's 8 rows fall in 8 different 16-byte
-      // slots).
-      fence_async_proxy();
-      const uint32_t o_wg = sm.o + c.cw * 64 * kRowBytes;
-      // A persistent warpgroup's threads may still be reading the last tile's O.
-      if (kPersistent) asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int lr = row[i] - c.wg_row0;
-        const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
-#pragma unroll
-        for (int j = 0; j < kD / 8; ++j) {
-          const int col = 8 * j + 2 * quad;
-          const uint32_t at = o_wg + (col / 64) * kBM * kRowBytes + lr * kRowBytes +
-                              ((((col % 64) / 8) ^ (lr % 8)) * 16) + (col % 8) * 2;
-          const uint32_t v = pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
-          asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
-        }
-      }
-      asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");  // this warpgroup only
-      constexpr int kChunks = 64 * kD / 8;
-#pragma unroll 4
-      for (int ch = tid; ch < kChunks; ch += 128) {
-        const int lr = ch / (kD / 8), chunk = ch % (kD / 8);
-        const int rr = c.wg_row0 + lr;
-        if (rr >= Lq) continue;
-        const uint32_t at = o_wg + (chunk / 8) * kBM * kRowBytes + lr * kRowBytes +
-                            (((chunk % 8) ^ (lr % 8)) * 16);
-        uint4 v;
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "r"(at)
-                     : "memory");
-        *reinterpret_cast<uint4*>(O + ((size_t)bh * Lq + rr) * kD + chunk * 8) = v;
-      }
-    }
+    // Without EVO_PERSISTENT O is staged in the warpgroup's Q rows, free now (its last
+    // S = Q K^T has completed) and of O's size; a persistent CTA stages O apart, since
+    // the next tile's Q may be landing.
+    store_o(c.finish(), w, (kPersistent ? sm.o : sm.q) + c.cw * 64 * kRowBytes);
   }
+#endif
 }
 
 // ============================================================ 7. the kernels (part 2)

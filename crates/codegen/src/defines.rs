@@ -6,7 +6,8 @@
 //! the derived sizes) so that option lists, logs and snapshots are stable.
 
 use evo_genome::{
-    Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad, Math, Residence, SmemLayout, Switch,
+    Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad, Math, Overlap, Residence,
+    SmemLayout, Switch,
 };
 use std::fmt;
 
@@ -109,6 +110,11 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         HopperLoad::CpAsync => 1,
         HopperLoad::Tma => 2,
     };
+    let overlap = match g.softmax_overlap {
+        Overlap::Off => 0,
+        Overlap::On => 1,
+        Overlap::Chained => 2,
+    };
     let list: [(&str, u32); 15] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
@@ -121,7 +127,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_SPLIT_KV", g.split_kv.get()),
         ("EVO_PRODUCER_REGS", g.producer_regs.get()),
         ("EVO_PINGPONG", u32::from(g.pingpong == Switch::On)),
-        ("EVO_OVERLAP", u32::from(g.softmax_overlap == Switch::On)),
+        ("EVO_OVERLAP", overlap),
         ("EVO_PERSISTENT", u32::from(g.persistent == Switch::On)),
         ("EVO_PACK_GQA", u32::from(g.pack_gqa == Switch::On)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),

@@ -283,10 +283,11 @@ pub struct Genome {
     /// one's softmax runs under another's GEMMs.
     #[serde(default, skip_serializing_if = "is_default")]
     pub pingpong: Switch,
-    /// Hopper: tile j+1's Q·Kᵀ is issued before tile j's P·V, and its softmax runs
-    /// while P·V is on the tensor cores.
+    /// Hopper: whether tile j+1's Q·Kᵀ is issued before tile j's P·V so its softmax
+    /// runs while P·V is on the tensor cores, and whether that continues across the
+    /// tiles of a persistent CTA ([`Overlap`]).
     #[serde(default, skip_serializing_if = "is_default")]
-    pub softmax_overlap: Switch,
+    pub softmax_overlap: Overlap,
     /// Hopper: a persistent grid (one CTA per SM) whose CTAs loop over the (query block,
     /// head, split) tiles; the producer loads the next tile's Q and K/V while the
     /// consumers finish the current one, and O is staged in its own shared memory.
@@ -305,6 +306,28 @@ pub struct Genome {
 impl Default for Switch {
     fn default() -> Switch {
         Switch::Off
+    }
+}
+
+categorical! {
+    /// Hopper: how a consumer warpgroup's softmax overlaps its GEMMs.
+    Overlap {
+        /// S = Q·Kᵀ, softmax, O += P·V, one tile at a time.
+        Off => "off",
+        /// Tile j+1's Q·Kᵀ is issued before tile j's P·V, and its softmax runs while
+        /// P·V is on the tensor cores (FlashAttention-3's intra-warpgroup overlap).
+        On => "on",
+        /// `on`, continued across the tiles of a persistent CTA: the next tile's first
+        /// Q·Kᵀ is issued with this tile's last P·V, its softmax runs under that P·V,
+        /// and this tile's epilogue follows; Q is double-buffered and O is staged in
+        /// the finished tile's Q slot.
+        Chained => "chained",
+    }
+}
+
+impl Default for Overlap {
+    fn default() -> Overlap {
+        Overlap::Off
     }
 }
 
@@ -339,7 +362,7 @@ struct RawGenome {
     #[serde(default)]
     pingpong: Switch,
     #[serde(default)]
-    softmax_overlap: Switch,
+    softmax_overlap: Overlap,
     #[serde(default)]
     persistent: Switch,
     #[serde(default)]
@@ -713,9 +736,8 @@ impl Gene {
                     c => c.to_string(),
                 })
                 .collect(),
-            Gene::Pingpong | Gene::SoftmaxOverlap | Gene::Persistent | Gene::PackGqa => {
-                labels(Switch::ALL)
-            }
+            Gene::Pingpong | Gene::Persistent | Gene::PackGqa => labels(Switch::ALL),
+            Gene::SoftmaxOverlap => labels(Overlap::ALL),
         }
     }
 }
@@ -757,7 +779,7 @@ impl Genome {
             Gene::HopperLoad => index_of(HopperLoad::ALL, &self.hopper_load),
             Gene::ProducerRegs => index_of(ProducerRegs::ALL, &self.producer_regs),
             Gene::Pingpong => index_of(Switch::ALL, &self.pingpong),
-            Gene::SoftmaxOverlap => index_of(Switch::ALL, &self.softmax_overlap),
+            Gene::SoftmaxOverlap => index_of(Overlap::ALL, &self.softmax_overlap),
             Gene::Persistent => index_of(Switch::ALL, &self.persistent),
             Gene::PackGqa => index_of(Switch::ALL, &self.pack_gqa),
         }
@@ -791,7 +813,7 @@ impl Genome {
             Gene::HopperLoad => g.hopper_load = HopperLoad::ALL[index],
             Gene::ProducerRegs => g.producer_regs = ProducerRegs::ALL[index],
             Gene::Pingpong => g.pingpong = Switch::ALL[index],
-            Gene::SoftmaxOverlap => g.softmax_overlap = Switch::ALL[index],
+            Gene::SoftmaxOverlap => g.softmax_overlap = Overlap::ALL[index],
             Gene::Persistent => g.persistent = Switch::ALL[index],
             Gene::PackGqa => g.pack_gqa = Switch::ALL[index],
         }
@@ -897,7 +919,7 @@ impl Genome {
             hopper_load: HopperLoad::Tma,
             producer_regs: ProducerRegs::None,
             pingpong: Switch::Off,
-            softmax_overlap: Switch::Off,
+            softmax_overlap: Overlap::Off,
             persistent: Switch::Off,
             pack_gqa: Switch::Off,
         }

@@ -17,7 +17,7 @@ pub mod target;
 
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
-    BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks,
+    BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, Overlap,
     ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
     VecBytes, Warps, GENES,
 };

@@ -6,7 +6,7 @@
 //! is named, explains itself, and says how to fix the genome. Anything the
 //! template merely lacks is a template bug, never a rule.
 
-use crate::genes::{ConsumerWgs, Family, Genome, Math, Residence, SmemLayout, Switch};
+use crate::genes::{ConsumerWgs, Family, Genome, Math, Overlap, Residence, SmemLayout, Switch};
 use crate::problem::HeadDim;
 use crate::target::Target;
 use serde::{Deserialize, Serialize};
@@ -32,10 +32,12 @@ pub enum Rule {
     HopperNeedsSm90,
     /// Ping-pong alternates the GEMMs of two or more consumer warpgroups.
     PingpongNeedsTwoWarpgroups,
+    /// Overlap across tiles needs a CTA that computes more than one tile.
+    ChainedNeedsPersistent,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 8] = [
+    pub const ALL: [Rule; 9] = [
         Rule::PRegsNeedsMma,
         Rule::ORegsNeedsKnownLayout,
         Rule::SwizzleNeedsAddressedLoads,
@@ -44,6 +46,7 @@ impl Rule {
         Rule::SharedMemory,
         Rule::HopperNeedsSm90,
         Rule::PingpongNeedsTwoWarpgroups,
+        Rule::ChainedNeedsPersistent,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +59,7 @@ impl Rule {
             Rule::SharedMemory => "shared_memory",
             Rule::HopperNeedsSm90 => "hopper_needs_sm90",
             Rule::PingpongNeedsTwoWarpgroups => "pingpong_needs_two_warpgroups",
+            Rule::ChainedNeedsPersistent => "chained_needs_persistent",
         }
     }
 
@@ -93,6 +97,10 @@ impl Rule {
             Rule::PingpongNeedsTwoWarpgroups => {
                 "ping-pong hands the tensor cores from one consumer warpgroup to the next; \
                  with one consumer warpgroup there is nobody to hand them to"
+            }
+            Rule::ChainedNeedsPersistent => {
+                "chained overlap issues the next tile's first Q·Kᵀ with this tile's last P·V; \
+                 without a persistent grid a CTA computes one tile and has no next one"
             }
         }
     }
@@ -156,8 +164,10 @@ impl SmemPlan {
                 kv: g.stages.get() * 2 * tile,
                 s_p: 0,
                 stats: HOPPER_ALIGN_SLACK + HOPPER_BARRIERS,
-                // A persistent CTA stages O apart from Q, so the next tile's Q can land
-                // while this tile's O is stored; otherwise O reuses Q's rows.
+                // A persistent CTA holds a second Q-sized buffer: O staged apart from Q,
+                // so the next tile's Q can land while this tile's O is stored, or with
+                // chained overlap the next tile's Q (O then reuses the finished tile's Q
+                // slot). Otherwise O reuses Q's rows.
                 o: if g.persistent == Switch::On { q } else { 0 },
             };
         }
@@ -283,6 +293,13 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
                 rule: Rule::PingpongNeedsTwoWarpgroups,
                 detail: "pingpong = \"on\" with consumer_wgs = 1".into(),
                 fix: "set consumer_wgs = 2 or 3, or pingpong = \"off\"".into(),
+            });
+        }
+        if g.softmax_overlap == Overlap::Chained && g.persistent == Switch::Off {
+            out.push(Violation {
+                rule: Rule::ChainedNeedsPersistent,
+                detail: "softmax_overlap = \"chained\" with persistent = \"off\"".into(),
+                fix: "set persistent = \"on\", or softmax_overlap = \"on\"".into(),
             });
         }
         budget_rules(g, head_dim, target, &mut out);

@@ -3,7 +3,7 @@
 //! A genome is counted once per kernel: in its canonical form, with the genes that do
 //! not apply to its family at their baseline ([`Genome::canonical`]). Only the
 //! *structural* genes (family, math, residence, tiles, warps, consumer warpgroups,
-//! stages, layout, the persistent grid) take part in the rules; the others (producer warps, load kinds,
+//! stages, layout, the persistent grid, chained overlap) take part in the rules; the others (producer warps, load kinds,
 //! vector width, exp, split, register cap, min blocks, producer registers) never
 //! change validity. Counting therefore walks the structural product of each family
 //! and multiplies by that family's free product; a test checks the independence
@@ -15,9 +15,10 @@ use crate::target::Target;
 use rand::Rng;
 
 /// Genes that appear in at least one validity rule.
-pub const STRUCTURAL: [Gene; 14] = [
+pub const STRUCTURAL: [Gene; 15] = [
     Gene::Family,
     Gene::Persistent,
+    Gene::SoftmaxOverlap,
     Gene::ConsumerWgs,
     Gene::Pingpong,
     Gene::ProducerRegs,

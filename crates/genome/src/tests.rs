@@ -68,12 +68,12 @@ fn every_gene_has_the_alleles_of_the_design() {
     assert_eq!(labels(Gene::HopperLoad), "tma,cp_async,direct");
     assert_eq!(labels(Gene::ProducerRegs), "none,24,32,40");
     assert_eq!(labels(Gene::Pingpong), "off,on");
-    assert_eq!(labels(Gene::SoftmaxOverlap), "off,on");
+    assert_eq!(labels(Gene::SoftmaxOverlap), "off,on,chained");
     assert_eq!(labels(Gene::Persistent), "off,on");
     assert_eq!(labels(Gene::PackGqa), "off,on");
     // The 16 Ampere genes' product (859,963,392: 16 block_n, 3 exp and 6 split_kv
-    // alleles) times the 8 added genes' (2 x 3 x 3 x 4 x 2 x 2 x 2 x 2).
-    assert_eq!(total_size_of_product(), 859_963_392 * 1152);
+    // alleles) times the 8 added genes' (2 x 3 x 3 x 4 x 2 x 3 x 2 x 2).
+    assert_eq!(total_size_of_product(), 859_963_392 * 1728);
 }
 
 fn total_size_of_product() -> u128 {
@@ -409,7 +409,7 @@ fn fa3() -> Genome {
         exp: ExpFn::Exp2,
         producer_regs: ProducerRegs::R24,
         pingpong: Switch::On,
-        softmax_overlap: Switch::On,
+        softmax_overlap: Overlap::On,
         ..Genome::baseline()
     }
 }
