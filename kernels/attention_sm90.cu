@@ -1007,9 +1007,9 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     Work w = sched.work(t);
     KvRange r = kv_range(w, mk, Lq);
     c.begin(w, warp);
+    zero_o();
     mbar_wait(sm.q_full(q_slot(k)), q_parity(k));
     if (r.count == 0) {
-      zero_o();
       store_o(c.finish(), w, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes);
       fence_async_proxy();
       arrive(sm.q_empty(q_slot(k)));
