@@ -109,6 +109,12 @@ impl AttentionKernel for KernelFamily {
         self.timing.and_then(|i| self.variants[i].1.prepared())
     }
 
+    fn cap_persistent_grid(&mut self, ctas: Option<u32>) {
+        for (_, v) in &mut self.variants {
+            v.cap_persistent_grid(ctas);
+        }
+    }
+
     fn timing_verified(&mut self) {
         if let Some(i) = self.timing {
             self.variants[i].1.timing_verified();

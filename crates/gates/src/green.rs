@@ -223,7 +223,10 @@ pub fn run_green_cached(
         let mut launches = Vec::with_capacity(LAUNCHES_PER_CASE);
         for launch in 0..LAUNCHES_PER_CASE {
             let entry = cache.get(options.seed, case, launch)?;
-            launches.push(check_against(kernel, &entry.0, &entry.1)?);
+            kernel.cap_persistent_grid(persistent_grid_of(launch, entry.0.seed));
+            let checked = check_against(kernel, &entry.0, &entry.1);
+            kernel.cap_persistent_grid(None);
+            launches.push(checked?);
         }
         let report = CaseReport {
             case: case.label(),
@@ -243,6 +246,16 @@ pub fn run_green_cached(
         cases: reports,
         skipped,
     })
+}
+
+/// The grid a persistent kernel gets on launch `launch` of a case: its whole grid on
+/// even launches; on odd ones 1 to 3 CTAs (from the launch's input seed), so every CTA
+/// loops over several tiles of even a small case. C1-C2 of
+/// experiments/2026-11-25-h100-chained: a kernel whose second tile per CTA was wrong
+/// passed GREEN on whole grids (one tile per CTA at its shapes) and failed only FAST's
+/// re-check at B4 H16 L1024.
+pub fn persistent_grid_of(launch: usize, input_seed: u64) -> Option<u32> {
+    (launch % 2 == 1).then_some(1 + (input_seed % 3) as u32)
 }
 
 /// One launch on `inputs`, checked (the post-timing re-check of FAST uses it too).

@@ -137,6 +137,13 @@ pub trait AttentionKernel {
     /// The problem the kernel was last prepared for, if any.
     fn prepared(&self) -> Option<Problem>;
 
+    /// Runs the next launches of a persistent kernel on at most `ctas` CTAs (`None`: its
+    /// whole grid, one CTA per SM times its CTAs per SM). kernels/ABI.md lets a
+    /// persistent kernel be launched on any grid; GREEN caps it on half its launches,
+    /// so its small problems take the loop over several tiles per CTA that large
+    /// problems take. No effect on a kernel that is not persistent.
+    fn cap_persistent_grid(&mut self, _ctas: Option<u32>) {}
+
     /// FAST checked the launches it chose and all were right: the timing slots may be
     /// handed to the next kernel timed on this device (see `LoadedKernel`). Never
     /// called when a check failed, so slots a kernel may have written outside of are

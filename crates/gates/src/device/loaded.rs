@@ -40,6 +40,8 @@ pub struct LoadedKernel {
     verifier: Option<Arc<Verifier>>,
     /// FAST checked the launches of the current slots and all were right.
     verified: bool,
+    /// A persistent kernel's grid as loaded (0: not persistent).
+    full_grid: u32,
 }
 
 impl Drop for LoadedKernel {
@@ -65,6 +67,7 @@ impl LoadedKernel {
     ) -> LoadedKernel {
         LoadedKernel {
             name: module.name().to_string(),
+            full_grid: module.geometry().persistent_grid,
             ctx,
             stream,
             module,
@@ -337,6 +340,12 @@ impl AttentionKernel for LoadedKernel {
 
     fn prepared(&self) -> Option<Problem> {
         self.rig.as_ref().map(|r| r.slots.problem)
+    }
+
+    fn cap_persistent_grid(&mut self, ctas: Option<u32>) {
+        let full = self.full_grid;
+        self.module
+            .cap_persistent_grid(ctas.map_or(full, |c| c.clamp(1, full.max(1))));
     }
 
     fn timing_verified(&mut self) {

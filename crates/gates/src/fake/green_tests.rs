@@ -297,3 +297,28 @@ fn a_first_abi_kernel_runs_the_cases_it_cannot_state_as_their_basic_form() {
     assert_eq!(r.cases.len(), 2);
     assert_eq!(r.cases[0].problem.spec(), "1,8,77,300,64,f16,causal");
 }
+
+#[test]
+fn a_persistent_kernel_wrong_past_its_first_tile_fails_on_the_capped_launches() {
+    let r = green(Behaviour::WrongPastFirstTile);
+    assert!(!r.passed());
+    for c in &r.cases {
+        // Launch 0 runs on the whole grid (one tile per CTA at these shapes) and passes;
+        // launch 1 runs on 1 to 3 CTAs and is caught.
+        assert_eq!(c.launches[0].failure, None, "{}", c.case);
+        assert!(c.launches[1].failure.is_some(), "{}", c.case);
+    }
+}
+
+#[test]
+fn green_caps_the_persistent_grid_on_every_other_launch() {
+    for seed in 0..30u64 {
+        assert_eq!(crate::green::persistent_grid_of(0, seed), None);
+        let cap = crate::green::persistent_grid_of(1, seed).unwrap();
+        assert!((1..=3).contains(&cap), "{cap}");
+    }
+    let caps: std::collections::BTreeSet<u32> = (0..30u64)
+        .filter_map(|s| crate::green::persistent_grid_of(1, s))
+        .collect();
+    assert_eq!(caps.len(), 3, "every cap from 1 to 3 is drawn: {caps:?}");
+}

@@ -54,6 +54,10 @@ pub enum Behaviour {
     /// Correct, and of the first kernel ABI: it states only multi-head attention with a
     /// top-left causal mask or none.
     FirstAbi,
+    /// A persistent kernel right on a CTA's first tile and wrong (zeros) on the later
+    /// ones: right whenever its grid gives every tile its own CTA, as a whole grid does
+    /// on a small problem (experiments/2026-11-25-h100-chained, runs C1-C2).
+    WrongPastFirstTile,
 }
 
 /// What a timed O slot holds: the poison, or the kernel's output on the inputs drawn
@@ -80,6 +84,8 @@ pub struct FakeKernel {
     /// Input triples met so far (MemoByContent's table; every seed met by any launch).
     met: HashSet<(u64, u64, u64)>,
     pub seeds_met: Vec<u64>,
+    /// The persistent grid's cap GREEN set (`AttentionKernel::cap_persistent_grid`).
+    grid_cap: Option<u32>,
     repeats: u64,
     launches: u64,
     outputs: HashMap<(u64, u64, u64), Vec<u16>>,
@@ -98,6 +104,7 @@ impl FakeKernel {
         FakeKernel {
             behaviour,
             first: None,
+            grid_cap: None,
             last_run: None,
             prepared: None,
             q_slots: Vec::new(),
@@ -173,6 +180,8 @@ impl FakeKernel {
             | Behaviour::BatchesNextSet
             | Behaviour::SkipsAlternateRepeats
             | Behaviour::WritesIntoInputs => Behaviour::Correct,
+            Behaviour::WrongPastFirstTile if self.grid_cap.is_some() => Behaviour::Zeros,
+            Behaviour::WrongPastFirstTile => Behaviour::Correct,
             b => b,
         }
     }
@@ -358,6 +367,10 @@ impl AttentionKernel for FakeKernel {
 
     fn name(&self) -> &str {
         "fake"
+    }
+
+    fn cap_persistent_grid(&mut self, ctas: Option<u32>) {
+        self.grid_cap = ctas;
     }
 
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {
