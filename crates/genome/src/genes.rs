@@ -325,6 +325,8 @@ categorical! {
     }
 }
 
+// The enum's derives are the `categorical!` macro's, which has no `Default`.
+#[allow(clippy::derivable_impls)]
 impl Default for Overlap {
     fn default() -> Overlap {
         Overlap::Off
