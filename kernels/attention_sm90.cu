@@ -675,6 +675,8 @@ __device__ __forceinline__ void to_p(const float (&sc)[kBN / 2], uint32_t (&p)[k
 // the previous warpgroup has issued, issue, then let the next one go. The last
 // warpgroup opens the first round; its very last hand-over has nobody to wait for it
 // and is skipped, so every barrier sees exactly as many arrivals as waits.
+// A chain (EVO_OVERLAP 2) runs with total = -1, so every turn is handed over, and sets
+// total = taken + 1 before its last one.
 struct Turns {
   int cw, total, taken;
   __device__ void begin() {
