@@ -328,6 +328,20 @@ fn nvrtc_sweep_hopper_alleles() {
             }
         }
     }
+    // `softmax_overlap = "chained"` needs a persistent grid, which fa3 has not: named on
+    // fa3 with `persistent` on, at every head dim that fits.
+    let chained = evo_genome::Genome {
+        persistent: evo_genome::Switch::On,
+        softmax_overlap: evo_genome::Overlap::Chained,
+        ..fa3.genes
+    };
+    for d in HeadDim::ALL {
+        for dtype in Dtype::ALL {
+            if chained.is_valid(d, Target::Sm90) {
+                jobs.push((chained, d, dtype, Target::Sm90));
+            }
+        }
+    }
     assert!(jobs.len() >= 40, "{} jobs", jobs.len());
     assert_no_failures(sweep("hopper alleles", &jobs));
 }
