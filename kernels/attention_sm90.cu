@@ -1004,6 +1004,15 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   // stages O there. A chain ends before a tile whose rows see no key (or at the last
   // tile): its last P V is waited for alone, as in the unchained kernel.
   // A tile's first O += P V does not read O (`fresh`): O is never zeroed in the chain.
+  // The warpgroup's rows of the k-th tile's Q slot.
+  auto q_rows = [&](int k) { return sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes; };
+  // The k-th tile's epilogue, staged in its Q slot; then the slot is released. The
+  // producer's next copy into it is the async proxy: the reads are ordered before it.
+  auto end_tile = [&](const Finished& f, const Work& w, int k) {
+    store_o(f, w, q_rows(k));
+    fence_async_proxy();
+    arrive(sm.q_empty(q_slot(k)));
+  };
   int kv = 0;  // ring position of the current step's K/V
   for (int t = sched.first(), k = 0; t < sched.count();) {
     Work w = sched.work(t);
@@ -1012,9 +1021,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     zero_o();
     mbar_wait(sm.q_full(q_slot(k)), q_parity(k));
     if (r.count == 0) {
-      store_o(c.finish(), w, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes);
-      fence_async_proxy();
-      arrive(sm.q_empty(q_slot(k)));
+      end_tile(c.finish(), w, k);
       t += sched.stride(), ++k;
       continue;
     }
@@ -1022,7 +1029,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     turns.open();
     mbar_wait(sm.k_full(stage(kv)), parity(kv));
     turns.begin();
-    issue_qk(sc, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes, sm.k(stage(kv)));
+    issue_qk(sc, q_rows(k), sm.k(stage(kv)));
     turns.end();
     wgmma_wait<0>();
     keep_s();
@@ -1046,7 +1053,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       mbar_wait(sm.k_full(stage(kv + 1)), parity(kv + 1));
       if (new_tile) mbar_wait(sm.q_full(q_slot(kn)), q_parity(kn));
       turns.begin();
-      issue_qk(sc, sm.q_at(q_slot(kn)) + c.cw * 64 * kRowBytes, sm.k(stage(kv + 1)));
+      issue_qk(sc, q_rows(kn), sm.k(stage(kv + 1)));
       rescale(o, alpha);
       mbar_wait(sm.v_full(stage(kv)), parity(kv));
       issue_pv(o, p, sm.v(stage(kv)), !fresh);
@@ -1062,11 +1069,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       arrive(sm.v_empty(stage(kv)));
       to_p(sc, p);
       if (new_tile) {
-        store_o(fin, w, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes);
-        // The producer's next copy into this slot is the async proxy: order the
-        // reads above before it, then release the slot.
-        fence_async_proxy();
-        arrive(sm.q_empty(q_slot(k)));
+        end_tile(fin, w, k);
         w = wn, r = rn, t += sched.stride(), ++k, it = 0;
       } else {
         ++it;
@@ -1084,9 +1087,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     keep_o_p();
     arrive(sm.v_empty(stage(kv)));
     ++kv;
-    store_o(c.finish(), w, sm.q_at(q_slot(k)) + c.cw * 64 * kRowBytes);
-    fence_async_proxy();
-    arrive(sm.q_empty(q_slot(k)));
+    end_tile(c.finish(), w, k);
     t += sched.stride(), ++k;
   }
 #else
