@@ -8,6 +8,8 @@
 //! derived from the same lists, so there is one source of truth per gene.
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::gene::{Gene, GENES};
 use std::fmt;
 
 /// Declares an enum gene whose alleles serialize as lowercase strings.
@@ -240,12 +242,12 @@ numeric! {
 /// The field order is the canonical gene order (see [`Gene::ALL`]); the
 /// canonical id hashes the allele indices in this order, never the TOML text.
 ///
-/// Reading one ([`RawGenome`]): an Ampere genome must list its 16 genes (a gene
+/// Reading one (`raw::RawGenome`): an Ampere genome must list its 16 genes (a gene
 /// silently defaulted would make two kernels look the same); a Hopper genome lists
 /// the genes of its family and may leave out the Ampere-only ones, which do not shape
 /// its kernel and take their baseline values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, try_from = "RawGenome")]
+#[serde(deny_unknown_fields, try_from = "crate::raw::RawGenome")]
 pub struct Genome {
     pub qk_math: Math,
     pub pv_math: Math,
@@ -333,137 +335,12 @@ impl Default for Overlap {
     }
 }
 
-/// A genome as written, before the family decides which genes must be present.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawGenome {
-    qk_math: Option<Math>,
-    pv_math: Option<Math>,
-    p_path: Option<Residence>,
-    o_accum: Option<Residence>,
-    block_m: Option<Tile>,
-    block_n: Option<BlockN>,
-    warps: Option<Warps>,
-    producer_warps: Option<ProducerWarps>,
-    kv_load: Option<KvLoad>,
-    stages: Option<Stages>,
-    smem_layout: Option<SmemLayout>,
-    vec_bytes: Option<VecBytes>,
-    exp: Option<ExpFn>,
-    split_kv: Option<SplitKv>,
-    reg_cap: Option<RegCapField>,
-    min_blocks: Option<MinBlocks>,
-    #[serde(default)]
-    family: Family,
-    #[serde(default)]
-    consumer_wgs: ConsumerWgs,
-    #[serde(default)]
-    hopper_load: HopperLoad,
-    #[serde(default)]
-    producer_regs: ProducerRegsField,
-    #[serde(default)]
-    pingpong: Switch,
-    #[serde(default)]
-    softmax_overlap: Overlap,
-    #[serde(default)]
-    persistent: Switch,
-    #[serde(default)]
-    pack_gqa: Switch,
-}
-
-#[derive(Deserialize)]
-#[serde(transparent)]
-struct RegCapField(#[serde(with = "reg_cap_serde")] RegCap);
-
-#[derive(Deserialize)]
-#[serde(transparent)]
-struct ProducerRegsField(#[serde(with = "producer_regs_serde")] ProducerRegs);
-
-impl TryFrom<RawGenome> for Genome {
-    type Error = String;
-
-    fn try_from(r: RawGenome) -> Result<Genome, String> {
-        let base = Genome::baseline();
-        let mut missing = Vec::new();
-        let hopper = r.family == Family::Hopper;
-        // A gene the family reads must be present; one it ignores may be left out.
-        let mut take = |gene: Gene, found: bool| {
-            if !found && (gene.applies(r.family) || !hopper) {
-                missing.push(gene.name());
-            }
-        };
-        take(Gene::QkMath, r.qk_math.is_some());
-        take(Gene::PvMath, r.pv_math.is_some());
-        take(Gene::PPath, r.p_path.is_some());
-        take(Gene::OAccum, r.o_accum.is_some());
-        take(Gene::BlockM, r.block_m.is_some());
-        take(Gene::BlockN, r.block_n.is_some());
-        take(Gene::Warps, r.warps.is_some());
-        take(Gene::ProducerWarps, r.producer_warps.is_some());
-        take(Gene::KvLoad, r.kv_load.is_some());
-        take(Gene::Stages, r.stages.is_some());
-        take(Gene::SmemLayout, r.smem_layout.is_some());
-        take(Gene::VecBytes, r.vec_bytes.is_some());
-        take(Gene::Exp, r.exp.is_some());
-        take(Gene::SplitKv, r.split_kv.is_some());
-        take(Gene::RegCap, r.reg_cap.is_some());
-        take(Gene::MinBlocks, r.min_blocks.is_some());
-        if !missing.is_empty() {
-            return Err(format!(
-                "missing field{} {} (a{} genome lists every gene of its family: {})",
-                if missing.len() > 1 { "s" } else { "" },
-                missing
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if hopper { " hopper" } else { "n ampere" },
-                Genome {
-                    family: r.family,
-                    ..base
-                }
-                .genes()
-                .iter()
-                .map(|g| g.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-            ));
-        }
-        Ok(Genome {
-            qk_math: r.qk_math.unwrap_or(base.qk_math),
-            pv_math: r.pv_math.unwrap_or(base.pv_math),
-            p_path: r.p_path.unwrap_or(base.p_path),
-            o_accum: r.o_accum.unwrap_or(base.o_accum),
-            block_m: r.block_m.unwrap_or(base.block_m),
-            block_n: r.block_n.unwrap_or(base.block_n),
-            warps: r.warps.unwrap_or(base.warps),
-            producer_warps: r.producer_warps.unwrap_or(base.producer_warps),
-            kv_load: r.kv_load.unwrap_or(base.kv_load),
-            stages: r.stages.unwrap_or(base.stages),
-            smem_layout: r.smem_layout.unwrap_or(base.smem_layout),
-            vec_bytes: r.vec_bytes.unwrap_or(base.vec_bytes),
-            exp: r.exp.unwrap_or(base.exp),
-            split_kv: r.split_kv.unwrap_or(base.split_kv),
-            reg_cap: r.reg_cap.map_or(base.reg_cap, |c| c.0),
-            min_blocks: r.min_blocks.unwrap_or(base.min_blocks),
-            family: r.family,
-            consumer_wgs: r.consumer_wgs,
-            hopper_load: r.hopper_load,
-            producer_regs: r.producer_regs.0,
-            pingpong: r.pingpong,
-            softmax_overlap: r.softmax_overlap,
-            persistent: r.persistent,
-            pack_gqa: r.pack_gqa,
-        })
-    }
-}
-
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
 
 /// `producer_regs` reads `"none"`, `0` or a register count; writes `"none"` or the number.
-mod producer_regs_serde {
+pub(crate) mod producer_regs_serde {
     use super::ProducerRegs;
     use serde::{de::Error, Deserialize, Deserializer, Serialize, Serializer};
 
@@ -517,12 +394,6 @@ impl Default for HopperLoad {
     }
 }
 
-impl Default for ProducerRegsField {
-    fn default() -> ProducerRegsField {
-        ProducerRegsField(ProducerRegs::None)
-    }
-}
-
 // The gene macros own the enum's derives; its default is the value a file written
 // before the gene existed implies.
 #[allow(clippy::derivable_impls)]
@@ -533,7 +404,7 @@ impl Default for ProducerRegs {
 }
 
 /// `reg_cap` reads `"none"`, `0` or one of the caps; it writes `"none"` or the number.
-mod reg_cap_serde {
+pub(crate) mod reg_cap_serde {
     use super::RegCap;
     use serde::{de::Error, Deserialize, Deserializer, Serialize, Serializer};
 
@@ -559,194 +430,6 @@ mod reg_cap_serde {
                 "\"{w}\" is not an allele of RegCap; expected \"none\", 64, 96, 128, 168 or 255"
             ))),
         }
-    }
-}
-
-/// The name of a gene, for the generic operations (mutation, crossover, enumeration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Gene {
-    QkMath,
-    PvMath,
-    PPath,
-    OAccum,
-    BlockM,
-    BlockN,
-    Warps,
-    ProducerWarps,
-    KvLoad,
-    Stages,
-    SmemLayout,
-    VecBytes,
-    Exp,
-    SplitKv,
-    RegCap,
-    MinBlocks,
-    Family,
-    ConsumerWgs,
-    HopperLoad,
-    ProducerRegs,
-    Pingpong,
-    SoftmaxOverlap,
-    Persistent,
-    PackGqa,
-}
-
-/// Number of genes.
-pub const GENES: usize = 24;
-
-impl Gene {
-    /// All genes in canonical order.
-    pub const ALL: [Gene; GENES] = [
-        Gene::QkMath,
-        Gene::PvMath,
-        Gene::PPath,
-        Gene::OAccum,
-        Gene::BlockM,
-        Gene::BlockN,
-        Gene::Warps,
-        Gene::ProducerWarps,
-        Gene::KvLoad,
-        Gene::Stages,
-        Gene::SmemLayout,
-        Gene::VecBytes,
-        Gene::Exp,
-        Gene::SplitKv,
-        Gene::RegCap,
-        Gene::MinBlocks,
-        Gene::Family,
-        Gene::ConsumerWgs,
-        Gene::HopperLoad,
-        Gene::ProducerRegs,
-        Gene::Pingpong,
-        Gene::SoftmaxOverlap,
-        Gene::Persistent,
-        Gene::PackGqa,
-    ];
-
-    /// The field name used in TOML and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Gene::QkMath => "qk_math",
-            Gene::PvMath => "pv_math",
-            Gene::PPath => "p_path",
-            Gene::OAccum => "o_accum",
-            Gene::BlockM => "block_m",
-            Gene::BlockN => "block_n",
-            Gene::Warps => "warps",
-            Gene::ProducerWarps => "producer_warps",
-            Gene::KvLoad => "kv_load",
-            Gene::Stages => "stages",
-            Gene::SmemLayout => "smem_layout",
-            Gene::VecBytes => "vec_bytes",
-            Gene::Exp => "exp",
-            Gene::SplitKv => "split_kv",
-            Gene::RegCap => "reg_cap",
-            Gene::MinBlocks => "min_blocks",
-            Gene::Family => "family",
-            Gene::ConsumerWgs => "consumer_wgs",
-            Gene::HopperLoad => "hopper_load",
-            Gene::ProducerRegs => "producer_regs",
-            Gene::Pingpong => "pingpong",
-            Gene::SoftmaxOverlap => "softmax_overlap",
-            Gene::Persistent => "persistent",
-            Gene::PackGqa => "pack_gqa",
-        }
-    }
-
-    /// Parses a gene's field name.
-    pub fn from_name(name: &str) -> Option<Gene> {
-        Gene::ALL.into_iter().find(|g| g.name() == name)
-    }
-
-    /// Ordered genes mutate to a neighbouring allele; categorical ones to any other.
-    pub fn is_ordered(self) -> bool {
-        !matches!(
-            self,
-            Gene::QkMath
-                | Gene::PvMath
-                | Gene::PPath
-                | Gene::OAccum
-                | Gene::KvLoad
-                | Gene::SmemLayout
-                | Gene::Exp
-                | Gene::Family
-                | Gene::HopperLoad
-                | Gene::Pingpong
-                | Gene::SoftmaxOverlap
-                | Gene::Persistent
-                | Gene::PackGqa
-        )
-    }
-
-    /// Whether the gene shapes a kernel of `family`. A gene that does not apply is
-    /// held at its baseline value by [`Genome::canonical`] and left out of the id:
-    /// the Hopper template has no warp layout, residence or load-width choice of the
-    /// Ampere kind (wgmma fixes them), and the Ampere template reads no Hopper gene.
-    pub fn applies(self, family: Family) -> bool {
-        match self {
-            Gene::Family => true,
-            Gene::BlockN | Gene::Stages | Gene::Exp | Gene::SplitKv | Gene::PackGqa => true,
-            Gene::ConsumerWgs
-            | Gene::HopperLoad
-            | Gene::ProducerRegs
-            | Gene::Pingpong
-            | Gene::SoftmaxOverlap
-            | Gene::Persistent => family == Family::Hopper,
-            _ => family == Family::Ampere,
-        }
-    }
-
-    /// Number of alleles.
-    pub fn allele_count(self) -> usize {
-        self.allele_labels().len()
-    }
-
-    /// The alleles as written in TOML, in index order.
-    pub fn allele_labels(self) -> Vec<String> {
-        fn labels<T: fmt::Display>(all: &[T]) -> Vec<String> {
-            all.iter().map(|a| a.to_string()).collect()
-        }
-        match self {
-            Gene::QkMath | Gene::PvMath => labels(Math::ALL),
-            Gene::PPath | Gene::OAccum => labels(Residence::ALL),
-            Gene::BlockM => labels(Tile::ALL),
-            Gene::BlockN => labels(BlockN::ALL),
-            Gene::Warps => labels(Warps::ALL),
-            Gene::ProducerWarps => labels(ProducerWarps::ALL),
-            Gene::KvLoad => labels(KvLoad::ALL),
-            Gene::Stages => labels(Stages::ALL),
-            Gene::SmemLayout => labels(SmemLayout::ALL),
-            Gene::VecBytes => labels(VecBytes::ALL),
-            Gene::Exp => labels(ExpFn::ALL),
-            Gene::SplitKv => labels(SplitKv::ALL),
-            Gene::RegCap => RegCap::ALL
-                .iter()
-                .map(|c| match c {
-                    RegCap::None => "none".to_string(),
-                    c => c.to_string(),
-                })
-                .collect(),
-            Gene::MinBlocks => labels(MinBlocks::ALL),
-            Gene::Family => labels(Family::ALL),
-            Gene::ConsumerWgs => labels(ConsumerWgs::ALL),
-            Gene::HopperLoad => labels(HopperLoad::ALL),
-            Gene::ProducerRegs => ProducerRegs::ALL
-                .iter()
-                .map(|c| match c {
-                    ProducerRegs::None => "none".to_string(),
-                    c => c.to_string(),
-                })
-                .collect(),
-            Gene::Pingpong | Gene::Persistent | Gene::PackGqa => labels(Switch::ALL),
-            Gene::SoftmaxOverlap => labels(Overlap::ALL),
-        }
-    }
-}
-
-impl fmt::Display for Gene {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -8,9 +8,11 @@
 
 pub mod dispatch;
 pub mod file;
+pub mod gene;
 pub mod genes;
 pub mod head_dim;
 pub mod problem;
+mod raw;
 pub mod rules;
 pub mod space;
 pub mod target;
