@@ -127,7 +127,7 @@ impl Gene {
     }
 
     /// Whether the gene shapes a kernel of `family`. A gene that does not apply is
-    /// held at its baseline value by [`Genome::canonical`] and left out of the id:
+    /// held at its baseline value by [`crate::Genome::canonical`] and left out of the id:
     /// the Hopper template has no warp layout, residence or load-width choice of the
     /// Ampere kind (wgmma fixes them), and the Ampere template reads no Hopper gene.
     pub fn applies(self, family: Family) -> bool {
