@@ -3,7 +3,7 @@
 //! This crate knows no CUDA: it holds the genes ([`Genome`]), the attention
 //! [`Problem`], the devices' resource limits ([`Target`]), the validity rules
 //! ([`rules`]), the canonical id, TOML load/save with errors that name the file,
-//! line and field ([`file`]), and the valid space ([`space`]). Everything above it
+//! line and field ([`file`](mod@file)), and the valid space ([`space`]). Everything above it
 //! (codegen, gates, search) takes a genome that this crate has accepted.
 
 pub mod dispatch;
