@@ -17,7 +17,7 @@
  *
  *   cc probe5.c -O2 -I EXPORT/include -I $CUDA_HOME/include -L EXPORT/lib -levo_runtime \
  *      -L $CUDA_HOME/lib64/stubs -lcuda -lm -Wl,-rpath,EXPORT/lib -o probe5
- *   ./probe5 EXPORT causal(0|1) rounds
+ *   ./probe5 EXPORT causal(0|1) rounds [instantiate flags, default 0]
  */
 #include <cuda.h>
 #include <stdint.h>
@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
     kernel_nodes(graphs[p], nodes[p]);
   }
   CUgraphExec exec;
-  CU(cuGraphInstantiate(&exec, graphs[0], 0));
+  unsigned long long flags = argc > 4 ? strtoull(argv[4], NULL, 0) : 0;
+  CU(cuGraphInstantiate(&exec, graphs[0], flags));
   CU(cuGraphUpload(exec, stream));
   CUevent start, end;
   CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
@@ -211,8 +212,8 @@ int main(int argc, char** argv) {
            med[1][r], med[2][r]);
     fflush(stdout);
   }
-  printf("P2 C-ABI summary causal=%d (median over %d rounds of each round's median µs per call):", causal,
-         rounds);
+  printf("P2 C-ABI summary causal=%d flags=%llu (median over %d rounds of each round's median µs per call):",
+         causal, flags, rounds);
   for (int m = 0; m < MODES; m++) {
     qsort(med[m], rounds, sizeof(double), cmp);
     printf("  %s %.3f [%.3f, %.3f]", MODE_NAMES[m], med[m][rounds / 2], med[m][0], med[m][rounds - 1]);
