@@ -17,7 +17,12 @@
  *
  *   cc probe5.c -O2 -I EXPORT/include -I $CUDA_HOME/include -L EXPORT/lib -levo_runtime \
  *      -L $CUDA_HOME/lib64/stubs -lcuda -lm -Wl,-rpath,EXPORT/lib -o probe5
- *   ./probe5 EXPORT causal(0|1) rounds [instantiate flags, default 0]
+ *   ./probe5 EXPORT causal(0|1) rounds [instantiate flags, default 0] [refresh 0|1]
+ *
+ * With refresh 1 every replay first writes the sets' Q, K and V again (a device copy from
+ * a pristine copy), as FAST's draw and export_check.py's redraw do. Built with
+ * -DPROBE5_LIBRARY -shared -fPIC it is a library whose probe5_main(argc, argv) runs the
+ * same from another process (run P4 calls it from Python before and after PyTorch).
  */
 #include <cuda.h>
 #include <stdint.h>
@@ -42,7 +47,7 @@ enum { B = 1, H = 8, L = 512, D = 64, SETS = 50, PERMS = 4, MODES = 3, REPEATS =
 static const char* MODE_NAMES[MODES] = {"plain", "repoint", "same"};
 
 static CUstream stream;
-static CUdeviceptr q, k, v, o, flush_buf;
+static CUdeviceptr q, k, v, o, flush_buf, pristine;
 static size_t qe = (size_t)B * H * L * D, flush_bytes;
 static int causal;
 
@@ -115,7 +120,11 @@ static int cmp(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+#ifdef PROBE5_LIBRARY
+int probe5_main(int argc, char** argv) {
+#else
 int main(int argc, char** argv) {
+#endif
   if (argc < 4) {
     fprintf(stderr, "usage: %s EXPORT causal rounds\n", argv[0]);
     return 2;
@@ -141,10 +150,14 @@ int main(int argc, char** argv) {
   CU(cuMemAlloc(&o, bytes));
   CU(cuMemAlloc(&flush_buf, flush_bytes));
   CUdeviceptr ins[3] = {q, k, v};
+  int refresh = argc > 5 ? atoi(argv[5]) : 0;
+  if (refresh) CU(cuMemAlloc(&pristine, 3 * bytes));
   for (int t = 0; t < 3; t++) {
     for (size_t i = 0; i < SETS * qe; i++) host[i] = draw_half();
     CU(cuMemcpyHtoD(ins[t], host, bytes));
+    if (refresh) CU(cuMemcpyHtoD(pristine + t * bytes, host, bytes));
   }
+  free(host);
   if (evo_init(argv[1]) != EVO_OK) {
     fprintf(stderr, "evo_init: %s\n", evo_last_error());
     return 2;
@@ -193,6 +206,8 @@ int main(int argc, char** argv) {
               CU(cuGraphKernelNodeGetParams(nodes[from][i], &kp));
               CU(cuGraphExecKernelNodeSetParams(exec, nodes[0][i], &kp));
             }
+          if (refresh)
+            for (int t = 0; t < 3; t++) CU(cuMemcpyDtoDAsync(ins[t], pristine + t * bytes, bytes, stream));
           CU(cuMemsetD8Async(o, 0x5a, bytes, stream));
           CU(cuMemsetD8Async(flush_buf, 0, flush_bytes, stream));
           CU(cuEventRecord(start, stream));
@@ -212,12 +227,27 @@ int main(int argc, char** argv) {
            med[1][r], med[2][r]);
     fflush(stdout);
   }
-  printf("P2 C-ABI summary causal=%d flags=%llu (median over %d rounds of each round's median µs per call):",
-         causal, flags, rounds);
+  printf("P2 C-ABI summary causal=%d flags=%llu refresh=%d (median over %d rounds of each round's median µs per call):",
+         causal, flags, refresh, rounds);
   for (int m = 0; m < MODES; m++) {
     qsort(med[m], rounds, sizeof(double), cmp);
     printf("  %s %.3f [%.3f, %.3f]", MODE_NAMES[m], med[m][rounds / 2], med[m][0], med[m][rounds - 1]);
   }
   printf("\n");
+  fflush(stdout);
+  /* Everything back, so that a library caller can run it again in the same process. */
+  CU(cuStreamSynchronize(stream));
+  CU(cuGraphExecDestroy(exec));
+  for (int p = 0; p < PERMS; p++) CU(cuGraphDestroy(graphs[p]));
+  CU(cuEventDestroy(start));
+  CU(cuEventDestroy(end));
+  CU(cuMemFree(q));
+  CU(cuMemFree(k));
+  CU(cuMemFree(v));
+  CU(cuMemFree(o));
+  CU(cuMemFree(flush_buf));
+  if (refresh) CU(cuMemFree(pristine));
+  CU(cuStreamDestroy(stream));
+  CU(cuDevicePrimaryCtxRelease(dev));
   return 0;
 }
