@@ -17,7 +17,15 @@
  *
  *   cc probe5.c -O2 -I EXPORT/include -I $CUDA_HOME/include -L EXPORT/lib -levo_runtime \
  *      -L $CUDA_HOME/lib64/stubs -lcuda -lm -Wl,-rpath,EXPORT/lib -o probe5
- *   ./probe5 EXPORT causal(0|1) rounds [instantiate flags, default 0] [refresh 0|1]
+ *   ./probe5 EXPORT causal(0|1) rounds [instantiate flags, default 0] [refresh 0|1] [layout]
+ *
+ * layout (run P5) says how Q, K, V, O and the flush buffer are allocated:
+ *   0  cuMemAlloc each (the default)
+ *   1  the same after a kept 1 MiB cuMemAlloc
+ *   2  the same after 200 MiB were allocated and freed
+ *   3  each from its own cuMemCreate'd handle mapped at a reserved range aligned to the
+ *      allocation granularity (the driver's recommended, 2 MiB on H100)
+ *   4  as 3, each buffer starting 1 MiB into its range
  *
  * With refresh 1 every replay first writes the sets' Q, K and V again (a device copy from
  * a pristine copy), as FAST's draw and export_check.py's redraw do. Built with
@@ -115,6 +123,33 @@ static void kernel_nodes(CUgraph g, CUgraphNode* nodes) {
   }
 }
 
+/* A buffer of `bytes` as `layout` says (see the header). */
+static CUdeviceptr alloc_buf(size_t bytes, int layout) {
+  CUdeviceptr p;
+  if (layout < 3) {
+    CU(cuMemAlloc(&p, bytes));
+    return p;
+  }
+  size_t offset = layout == 4 ? (1u << 20) : 0, gran = 0;
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  size_t size = (bytes + offset + gran - 1) / gran * gran;
+  CUmemGenericAllocationHandle h;
+  CU(cuMemCreate(&h, size, &prop, 0));
+  CU(cuMemAddressReserve(&p, size, gran, 0, 0));
+  CU(cuMemMap(p, size, 0, h, 0));
+  CUmemAccessDesc access;
+  memset(&access, 0, sizeof access);
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CU(cuMemSetAccess(p, size, &access, 1));
+  return p + offset;
+}
+
 static int cmp(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -144,11 +179,19 @@ int main(int argc, char** argv) {
 
   size_t bytes = SETS * qe * 2;
   uint16_t* host = malloc(bytes);
-  CU(cuMemAlloc(&q, bytes));
-  CU(cuMemAlloc(&k, bytes));
-  CU(cuMemAlloc(&v, bytes));
-  CU(cuMemAlloc(&o, bytes));
-  CU(cuMemAlloc(&flush_buf, flush_bytes));
+  int layout = argc > 6 ? atoi(argv[6]) : 0;
+  CUdeviceptr spacer = 0;
+  if (layout == 1) CU(cuMemAlloc(&spacer, 1u << 20));
+  if (layout == 2) {
+    CU(cuMemAlloc(&spacer, 200u << 20));
+    CU(cuMemFree(spacer));
+    spacer = 0;
+  }
+  q = alloc_buf(bytes, layout);
+  k = alloc_buf(bytes, layout);
+  v = alloc_buf(bytes, layout);
+  o = alloc_buf(bytes, layout);
+  flush_buf = alloc_buf(flush_bytes, layout);
   CUdeviceptr ins[3] = {q, k, v};
   int refresh = argc > 5 ? atoi(argv[5]) : 0;
   if (refresh) CU(cuMemAlloc(&pristine, 3 * bytes));
@@ -227,8 +270,8 @@ int main(int argc, char** argv) {
            med[1][r], med[2][r]);
     fflush(stdout);
   }
-  printf("P2 C-ABI summary causal=%d flags=%llu refresh=%d (median over %d rounds of each round's median µs per call):",
-         causal, flags, refresh, rounds);
+  printf("P2 C-ABI summary causal=%d flags=%llu refresh=%d layout=%d (median over %d rounds of each round's median µs per call):",
+         causal, flags, refresh, layout, rounds);
   for (int m = 0; m < MODES; m++) {
     qsort(med[m], rounds, sizeof(double), cmp);
     printf("  %s %.3f [%.3f, %.3f]", MODE_NAMES[m], med[m][rounds / 2], med[m][0], med[m][rounds - 1]);
@@ -241,11 +284,14 @@ int main(int argc, char** argv) {
   for (int p = 0; p < PERMS; p++) CU(cuGraphDestroy(graphs[p]));
   CU(cuEventDestroy(start));
   CU(cuEventDestroy(end));
-  CU(cuMemFree(q));
-  CU(cuMemFree(k));
-  CU(cuMemFree(v));
-  CU(cuMemFree(o));
-  CU(cuMemFree(flush_buf));
+  if (layout < 3) { /* the mapped ones stay mapped: a probe, not a library */
+    CU(cuMemFree(q));
+    CU(cuMemFree(k));
+    CU(cuMemFree(v));
+    CU(cuMemFree(o));
+    CU(cuMemFree(flush_buf));
+  }
+  if (spacer) CU(cuMemFree(spacer));
   if (refresh) CU(cuMemFree(pristine));
   CU(cuStreamDestroy(stream));
   CU(cuDevicePrimaryCtxRelease(dev));
