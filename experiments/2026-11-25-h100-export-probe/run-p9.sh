@@ -2,7 +2,7 @@
 # stream (crates/gates/src/device/mod.rs `timing_stream`) against the build before it
 # (target/record/evo-old), alternated three times on the two seed rows; then the new
 # build's `evo bench --champions` (f16, SDPA beside) and export_check.py against it.
-# Needs target/record/evo, target/record/evo-old and target/record/libevo_runtime.so.
+# Needs target/record/evo, target/record/evo-old (or evo-old.gz) and target/record/libevo_runtime.so.
 # From the repository root: bash experiments/2026-11-25-h100-export-probe/run-p9.sh
 # Output: $OUT/p9.tgz (p9/summary.txt holds every figure).
 set -u
@@ -15,6 +15,7 @@ X=$(mktemp -d /tmp/evo-p9-export-XXXXXX)
 S=$R/summary.txt
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
   python3 -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda)"; } > $R/info.txt 2>&1
+[ -f target/record/evo-old ] || { gunzip -c target/record/evo-old.gz > /tmp/evo-old && chmod +x /tmp/evo-old && mkdir -p target/record && cp /tmp/evo-old target/record/evo-old; }
 for i in 1 2 3; do for b in evo-old evo; do
   echo "== target/record/$b bench $C/b1-h8-l512-d64.toml $C/b1-h8-l512-d64-causal.toml --problem 1,8,512,512,64,f16 --problem 1,8,512,512,64,f16,causal --no-sdpa" > $R/bench-$b-$i.txt
   timeout 100 target/record/$b bench $C/b1-h8-l512-d64.toml $C/b1-h8-l512-d64-causal.toml --problem 1,8,512,512,64,f16 \
