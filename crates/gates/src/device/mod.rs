@@ -1,8 +1,7 @@
 //! The CUDA boundary: the only module that talks to the driver and cuBLAS, and the
 //! only one with `unsafe`.
 //!
-//! One [`Device`] holds the context and one non-default stream, never the process's first
-//! ([`timing_stream`] says why; graph capture is not
+//! One [`Device`] holds the context and one non-default stream (graph capture is not
 //! allowed on the legacy default stream). cudarc's per-buffer event tracking is
 //! switched off at creation: everything runs on that one stream, so the tracking
 //! would only add event records to every launch — and inside a graph capture.
@@ -63,28 +62,6 @@ fn persistent_grid_override() -> Option<u32> {
         .filter(|&n: &u32| n > 0)
 }
 
-/// FAST's stream: never the first stream of the process. On the H100 the first stream a
-/// process makes runs a graph's kernel launches about 0.3 µs faster each than any stream
-/// made after it (4-5% of a 7 µs seed-shape call), whatever the memory, module, clocks
-/// or hardware queues (`experiments/2026-11-25-h100-export-probe`, runs P7 and P8).
-/// PyTorch's streams are all of the later kind: the SDPA baselines are timed on them and
-/// an exported champion runs on them. So FAST makes a first stream, puts work on it and
-/// lets it go, and times on the next: a small kernel and its baseline are taken alike.
-fn timing_stream(ctx: &Arc<CudaContext>) -> Result<Arc<CudaStream>, GateError> {
-    let first = ctx
-        .new_stream()
-        .map_err(driver("creating a first stream"))?;
-    let used = first
-        .alloc_zeros::<u8>(4096)
-        .map_err(driver("using the first stream"))?;
-    first
-        .synchronize()
-        .map_err(driver("using the first stream"))?;
-    drop(used);
-    drop(first);
-    ctx.new_stream().map_err(driver("creating the stream"))
-}
-
 fn driver(during: impl Into<String>) -> impl FnOnce(DriverError) -> GateError {
     let during = during.into();
     move |e| GateError::Driver {
@@ -135,7 +112,7 @@ impl Device {
         // SAFETY: no buffer exists yet, and every buffer and launch of this device
         // goes to the one stream below, so no cross-stream synchronisation is needed.
         unsafe { ctx.disable_event_tracking() };
-        let stream = timing_stream(&ctx)?;
+        let stream = ctx.new_stream().map_err(driver("creating the stream"))?;
         let name = ctx.name().map_err(driver("reading the device name"))?;
         let compute_capability = ctx
             .compute_capability()
