@@ -384,13 +384,27 @@ impl Lineage {
         Ok(lineage)
     }
 
-    /// Reads `lineage.json`.
+    /// Reads `lineage.json`, or `lineage.json.gz` beside it when only that one exists
+    /// (experiment folders are committed with their large files gzipped).
     pub fn load(path: &Path) -> Result<Lineage, LineageError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LineageError::Read {
-            path: path.to_path_buf(),
+        let mut gz = path.as_os_str().to_owned();
+        gz.push(".gz");
+        let gz = PathBuf::from(gz);
+        let (read, text) = if !path.exists() && gz.exists() {
+            let text = std::fs::File::open(&gz).and_then(|f| {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(f), &mut text)
+                    .map(|_| text)
+            });
+            (gz, text)
+        } else {
+            (path.to_path_buf(), std::fs::read_to_string(path))
+        };
+        let text = text.map_err(|source| LineageError::Read {
+            path: read.clone(),
             source,
         })?;
-        Lineage::from_json(&text, path)
+        Lineage::from_json(&text, &read)
     }
 
     /// Writes the file atomically (a temporary file in the same folder, then a rename),

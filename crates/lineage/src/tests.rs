@@ -129,6 +129,31 @@ fn save_is_atomic_and_loads_back() {
 }
 
 #[test]
+fn a_gzipped_lineage_loads_when_the_plain_file_is_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lineage.json");
+    let l = hand_built("dev", "obj");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(dir.path().join("lineage.json.gz")).unwrap(),
+        flate2::Compression::default(),
+    );
+    std::io::Write::write_all(&mut gz, l.to_json().as_bytes()).unwrap();
+    gz.finish().unwrap();
+    assert_eq!(Lineage::load(&path).unwrap().to_json(), l.to_json());
+    // A plain file beside it wins; a corrupt archive is an error naming it.
+    std::fs::write(dir.path().join("lineage.json.gz"), b"not gzip").unwrap();
+    let err = Lineage::load(&path).unwrap_err().to_string();
+    assert!(err.contains("lineage.json.gz: cannot read"), "{err}");
+    l.save(&path).unwrap();
+    assert_eq!(Lineage::load(&path).unwrap().to_json(), l.to_json());
+    let none = Lineage::load(&dir.path().join("missing.json")).unwrap_err();
+    assert!(
+        none.to_string().contains("missing.json: cannot read"),
+        "{none}"
+    );
+}
+
+#[test]
 fn malformed_lineage_names_file_and_line() {
     let err = Lineage::from_json(
         "{\n  \"format\": 1,\n  \"nodes\": 3\n}",
