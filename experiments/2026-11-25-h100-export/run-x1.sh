@@ -15,7 +15,7 @@ OUT=${OUT:-/tmp/evo-x1-out}
 R=$OUT/x1; mkdir -p $R
 C=genomes/champions/h100
 E=target/record/evo
-X=$(mktemp -d /tmp/evo-x1-export-XXXXXX)
+X=$(mktemp -d X)
 S=$R/summary.txt
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
   python3 -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda)"; } > $R/info.txt 2>&1
