@@ -387,24 +387,15 @@ impl Lineage {
     /// Reads `lineage.json`, or `lineage.json.gz` beside it when only that one exists
     /// (experiment folders are committed with their large files gzipped).
     pub fn load(path: &Path) -> Result<Lineage, LineageError> {
-        let mut gz = path.as_os_str().to_owned();
-        gz.push(".gz");
-        let gz = PathBuf::from(gz);
-        let (read, text) = if !path.exists() && gz.exists() {
-            let text = std::fs::File::open(&gz).and_then(|f| {
-                let mut text = String::new();
-                std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(f), &mut text)
-                    .map(|_| text)
-            });
-            (gz, text)
-        } else {
-            (path.to_path_buf(), std::fs::read_to_string(path))
-        };
-        let text = text.map_err(|source| LineageError::Read {
-            path: read.clone(),
-            source,
-        })?;
-        Lineage::from_json(&text, &read)
+        let read_error = |path: PathBuf, source| LineageError::Read { path, source };
+        match evo_record::gz::read_plain_or_gz(path) {
+            Ok(Some((read, text))) => Lineage::from_json(&text, &read),
+            Ok(None) => Err(read_error(
+                path.to_path_buf(),
+                std::io::ErrorKind::NotFound.into(),
+            )),
+            Err((read, source)) => Err(read_error(read, source)),
+        }
     }
 
     /// Writes the file atomically (a temporary file in the same folder, then a rename),

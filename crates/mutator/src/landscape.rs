@@ -29,21 +29,7 @@ pub const EVALUATIONS_GZ_FILE: &str = "evaluations.jsonl.gz";
 /// `evaluations.jsonl` when present, else `evaluations.jsonl.gz` decompressed.
 /// `Ok(None)` when the folder holds neither.
 pub fn read_evaluations(dir: &Path) -> std::io::Result<Option<(PathBuf, String)>> {
-    let plain = dir.join(EVALUATIONS_FILE);
-    match std::fs::read_to_string(&plain) {
-        Ok(text) => return Ok(Some((plain, text))),
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        Err(_) => {}
-    }
-    let gz = dir.join(EVALUATIONS_GZ_FILE);
-    let file = match std::fs::File::open(&gz) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text)?;
-    Ok(Some((gz, text)))
+    evo_record::gz::read_plain_or_gz(&dir.join(EVALUATIONS_FILE)).map_err(|(_, e)| e)
 }
 
 /// `landscape.toml`.
