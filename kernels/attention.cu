@@ -1252,32 +1252,4 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
 #endif
 }
 
-// Split-KV combine: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) o_s.
-// One warp per row, EVO_COMBINE_ROWS rows per block; grid (ceil(Lq/rows), B*H).
-extern "C" __global__ void __launch_bounds__(EVO_COMBINE_THREADS)
-evo_attention_combine(const float* __restrict__ ws_o, const float* __restrict__ ws_lse,
-                      elem_t* __restrict__ O, int B, int H, int Lq, int splits) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row = blockIdx.x * EVO_COMBINE_ROWS + warp;
-  const int bh = blockIdx.y;
-  if (row >= Lq) return;
-  const size_t BH = (size_t)B * H;
-  float mx = neg_inf();
-  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ws_lse[(s * BH + bh) * Lq + row]);
-  const float m_use = safe_max(mx);  // all -inf cannot happen for a valid row; stay finite anyway
-  float wsum = 0.0f;
-  for (int s = 0; s < splits; ++s) wsum += __expf(ws_lse[(s * BH + bh) * Lq + row] - m_use);
-  const float inv = inv_or_zero(wsum);
-  for (int c = lane * 2; c < kD; c += 64) {
-    float x = 0.0f, y = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const size_t r = (s * BH + bh) * Lq + row;
-      const float w = __expf(ws_lse[r] - m_use) * inv;
-      if (w == 0.0f) continue;  // an empty split's o is 0 anyway; skip its loads
-      const float2 v = *reinterpret_cast<const float2*>(ws_o + r * kD + c);
-      x = fmaf(w, v.x, x);
-      y = fmaf(w, v.y, y);
-    }
-    *reinterpret_cast<elem2_t*>(O + ((size_t)bh * Lq + row) * kD + c) = from_float2(x, y);
-  }
-}
+// The split-KV combine, evo_attention_combine, is kernels/combine.cuh (appended by the host).

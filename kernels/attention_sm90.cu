@@ -147,8 +147,10 @@ static_assert(kSmemTotal == EVO_SMEM_BYTES,
 // combine rows per block, combine threads per block.
 // The second kernel ABI: K/V heads, the diagonal and the window are arguments.
 extern "C" __constant__ int evo_abi[1] = {2};
-extern "C" __constant__ int evo_geometry[6] = {evo::kBM, evo::kThreads, EVO_SMEM_BYTES,
-                                               evo::kSplit, 4, 128};
+#define EVO_COMBINE_ROWS 4
+#define EVO_COMBINE_THREADS (EVO_COMBINE_ROWS * 32)
+extern "C" __constant__ int evo_geometry[6] = {
+    evo::kBM, evo::kThreads, EVO_SMEM_BYTES, evo::kSplit, EVO_COMBINE_ROWS, EVO_COMBINE_THREADS};
 
 #if EVO_PACK_GQA
 // Packed grouped-query heads (kernels/ABI.md): the host launches one row of heads per
@@ -750,7 +752,7 @@ __device__ __forceinline__ KvRange kv_range(const Work& w, const Mask& mk, int L
   return KvRange{begin, max(0, end - begin)};
 }
 
-// ============================================================ 7. the kernels (part 1)
+// ============================================================ 7. the kernels
 
 }  // namespace evo
 
@@ -1187,34 +1189,4 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
 #endif
 }
 
-// ============================================================ 7. the kernels (part 2)
-
-// The split-KV combine (kernels/ABI.md): one warp per row, 4 rows per block.
-extern "C" __global__ void __launch_bounds__(128)
-    evo_attention_combine(const float* __restrict__ ws_o, const float* __restrict__ ws_lse,
-                          elem_t* __restrict__ O, int B, int H, int Lq, int splits) {
-  using namespace evo;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row = blockIdx.x * 4 + warp;
-  const int bh = blockIdx.y;
-  if (row >= Lq) return;
-  const size_t BH = (size_t)B * H;
-  float mx = neg_inf();
-  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ws_lse[(s * BH + bh) * Lq + row]);
-  const float m_use = mx == neg_inf() ? 0.0f : mx;
-  float wsum = 0.0f;
-  for (int s = 0; s < splits; ++s) wsum += __expf(ws_lse[(s * BH + bh) * Lq + row] - m_use);
-  const float inv = wsum > 0.0f ? 1.0f / wsum : 0.0f;
-  for (int c = lane * 2; c < kD; c += 64) {
-    float x = 0.0f, y = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const size_t r = (s * BH + bh) * Lq + row;
-      const float w = __expf(ws_lse[r] - m_use) * inv;
-      if (w == 0.0f) continue;  // an empty split's o is 0 anyway; skip its loads
-      const float2 v = *reinterpret_cast<const float2*>(ws_o + r * kD + c);
-      x = fmaf(w, v.x, x);
-      y = fmaf(w, v.y, y);
-    }
-    *reinterpret_cast<uint32_t*>(O + ((size_t)bh * Lq + row) * kD + c) = pack(x, y);
-  }
-}
+// The split-KV combine, evo_attention_combine, is kernels/combine.cuh (appended by the host).

@@ -44,22 +44,31 @@ pub const HOPPER_TEMPLATE_PATH: &str = "kernels/attention_sm90.cu";
 /// The mask and K/V-head rules both templates share (kernels/mask.cuh), prepended to
 /// each; a `#line` after it keeps the compiler's line numbers the template file's.
 pub const MASK_PATH: &str = "kernels/mask.cuh";
+// The split-KV combine both templates share, kernels/combine.cuh, is appended to each
+// after its configuration (it reads the element type, `kD` and the split), behind a
+// `#line` of its own.
 
-/// The Ampere template's text (the mask rules first), as it was when this binary was built.
+/// The Ampere template's text (the mask rules first, the combine last), as it was when
+/// this binary was built.
 pub fn template_source() -> &'static str {
     concat!(
         include_str!("../../../kernels/mask.cuh"),
         "#line 1 \"kernels/attention.cu\"\n",
-        include_str!("../../../kernels/attention.cu")
+        include_str!("../../../kernels/attention.cu"),
+        "#line 1 \"kernels/combine.cuh\"\n",
+        include_str!("../../../kernels/combine.cuh")
     )
 }
 
-/// The Hopper template's text (the mask rules first), as it was when this binary was built.
+/// The Hopper template's text (the mask rules first, the combine last), as it was when
+/// this binary was built.
 pub fn hopper_template_source() -> &'static str {
     concat!(
         include_str!("../../../kernels/mask.cuh"),
         "#line 1 \"kernels/attention_sm90.cu\"\n",
-        include_str!("../../../kernels/attention_sm90.cu")
+        include_str!("../../../kernels/attention_sm90.cu"),
+        "#line 1 \"kernels/combine.cuh\"\n",
+        include_str!("../../../kernels/combine.cuh")
     )
 }
 
