@@ -1,6 +1,6 @@
 // The gates' own device code: the input generator, the fp32 reference's row softmax,
-// the row-by-row comparison of a kernel's output with that reference, and the guard
-// check. Compiled by NVRTC once per device (no template macros); every kernel here is
+// the row-by-row comparison of a kernel's output with that reference, the guard
+// check, and the read pass that empties L2 before a timing. Compiled by NVRTC once per device (no template macros); every kernel here is
 // launched by crates/gates/src/device/ and nothing here is timed.
 //
 // The generator is crates/gates/src/philox.rs on the device, bit for bit: Philox4x32-10
@@ -222,4 +222,22 @@ extern "C" __global__ void evo_check_guards(const u32* base, u64 stride, int cou
             bad += region[i] != pattern;
     }
     if (bad) atomicAdd(breached, bad);
+}
+
+// Reads `words` 16-byte words of `buf` and keeps nothing: FAST's L2 flush. A read pass
+// over twice the L2's size evicts every line a timed launch could find (its inputs,
+// drawn just before) and leaves L2 holding only clean lines of `buf`. A write pass
+// (a memset) would evict them too, but would leave L2 full of dirty lines, whose
+// write-back to memory then lands in the timed launches: ~50 MB on an H100, which
+// costs a memory-bound launch (a decode) ~15 us that no library pays when timed back
+// to back. The store is never taken (no word xors to the key) but depends on every
+// load, so none can be dropped.
+extern "C" __global__ void evo_read_over(const uint4* buf, u64 words, u32 key, u32* sink) {
+    u32 acc = 0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < words;
+         i += (u64)gridDim.x * blockDim.x) {
+        const uint4 v = buf[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == key) sink[0] = acc;
 }

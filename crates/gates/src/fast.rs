@@ -26,10 +26,12 @@
 //! Repeats whose launches are shorter than [`FastOptions::graph_below_us`] each are
 //! a captured CUDA graph replayed between the events (host launch gaps would
 //! otherwise be timed as kernel time); its launches are re-pointed every repeat, and
-//! L2 is written over between the draw and the replay, so that a few small launches do
-//! not start on the inputs just drawn (the SDPA baselines rotate among sets drawn long
-//! before: run R6 of experiments/2026-11-25-h100-record found the seed shape's figure
-//! ~4% under the same kernel's through the export, timed as SDPA is).
+//! L2 is read over between the draw and the timed launches (graph or not), so that they
+//! do not start on the inputs just drawn (the SDPA baselines rotate among sets drawn
+//! long before: run R6 of experiments/2026-11-25-h100-record found the seed shape's
+//! figure ~4% under the same kernel's through the export, timed as SDPA is). Read, not
+//! written: a write pass leaves L2 full of dirty lines whose write-back lands in the
+//! timed launches (`device::launch::L2Flush`).
 
 use crate::error::GateError;
 use crate::green::LaunchCheck;

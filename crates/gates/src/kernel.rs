@@ -14,13 +14,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimingMethod {
-    /// Back-to-back launches from the host between two events.
+    /// Back-to-back launches from the host between two events, after L2 was read over
+    /// (none of the inputs just drawn is cached, and no dirty line waits).
     Events,
     /// The launches captured once in a CUDA graph, the graph replayed between two events
     /// (no host launch gaps: what small shapes need).
     Graph,
-    /// Each launch alone between two events, after a write over twice the L2's size:
-    /// nothing it reads is in L2 when it starts (how a layer runs after other layers).
+    /// Each launch alone between two events, after a read over twice the L2's size:
+    /// nothing it reads is in L2 when it starts (how a layer runs after other layers),
+    /// and no dirty line waits to be written back.
     ColdL2,
 }
 

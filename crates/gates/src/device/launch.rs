@@ -9,6 +9,7 @@
 //! no re-instantiation).
 
 use super::driver;
+use super::verifier::Verifier;
 use crate::error::GateError;
 use cudarc::driver::sys as cu;
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -190,9 +191,17 @@ fn chain(graph: &CudaGraph) -> Result<Vec<cu::CUgraphNode>, GateError> {
     }
 }
 
-/// What cold-L2 timing writes before each launch: a buffer twice the L2's size, so that
-/// nothing a launch reads is still in L2 when it starts.
-pub(crate) struct L2Flush(CudaSlice<u8>);
+/// What empties L2 before a timing: a buffer twice the L2's size, read over by the
+/// verifier's `evo_read_over`, so that nothing a timed launch reads is still in L2 when
+/// it starts (its inputs were drawn just before) and L2 holds no dirty line either.
+/// It is read, not written: a memset of it would leave L2 full of dirty lines, and their
+/// write-back (~50 MB on an H100) would land in the timed launches, which a library
+/// timed back to back never pays; run D4 of experiments/2026-11-25-h100-decode-2 found
+/// it ~15 us of a 190 us decode launch.
+pub(crate) struct L2Flush {
+    buf: CudaSlice<u8>,
+    sink: CudaSlice<u32>,
+}
 
 impl L2Flush {
     pub fn new(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>) -> Result<L2Flush, GateError> {
@@ -200,25 +209,37 @@ impl L2Flush {
             .attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
             .map_err(driver("reading the L2 size"))?;
         let bytes = 2 * (l2.max(1 << 20) as usize);
-        Ok(L2Flush(stream.alloc_zeros::<u8>(bytes).map_err(driver(
-            format!("allocating {bytes} bytes to flush L2"),
-        ))?))
+        Ok(L2Flush {
+            buf: stream.alloc_zeros::<u8>(bytes).map_err(driver(format!(
+                "allocating {bytes} bytes to flush L2"
+            )))?,
+            sink: stream
+                .alloc_zeros::<u32>(1)
+                .map_err(driver("allocating the L2 flush's sink"))?,
+        })
     }
 
-    /// Writes the kernel's `kept` buffer (made the first time) over L2 on `stream`: what
-    /// was drawn just before is no longer cached when the timed launches start.
+    /// Reads the kernel's `kept` buffer (made the first time) over L2 on the verifier's
+    /// stream, the device's one: what was drawn just before is no longer cached when
+    /// the timed launches start, and nothing waits to be written back.
     pub fn flush(
         kept: &mut Option<L2Flush>,
         ctx: &Arc<CudaContext>,
         stream: &Arc<CudaStream>,
+        verifier: Option<&Verifier>,
     ) -> Result<(), GateError> {
+        let verifier = verifier.ok_or_else(|| {
+            GateError::Reference(
+                "timing needs the gates' verifier (its read pass empties L2); install it \
+                 before loading the kernel"
+                    .into(),
+            )
+        })?;
         if kept.is_none() {
             *kept = Some(L2Flush::new(ctx, stream)?);
         }
         let flush = kept.as_mut().expect("made above");
-        stream
-            .memset_zeros(&mut flush.0)
-            .map_err(driver("flushing L2"))
+        verifier.read_over(&flush.buf, &mut flush.sink)
     }
 
     /// Each of `n` launches alone between two events, after the flush; the sum of
@@ -227,12 +248,13 @@ impl L2Flush {
         kept: &mut Option<L2Flush>,
         ctx: &Arc<CudaContext>,
         stream: &Arc<CudaStream>,
+        verifier: Option<&Verifier>,
         n: usize,
         mut launch: F,
     ) -> Result<f64, GateError> {
         let mut total = 0.0;
         for i in 0..n {
-            L2Flush::flush(kept, ctx, stream)?;
+            L2Flush::flush(kept, ctx, stream, verifier)?;
             total += timed(ctx, stream, || launch(i))?;
         }
         Ok(total)

@@ -300,9 +300,18 @@ impl AttentionKernel for LoadedKernel {
     fn time_repeat(&mut self, plan: &RepeatPlan, method: TimingMethod) -> Result<f64, GateError> {
         self.rig_mut()?.prepare_repeat(plan.draws)?;
         let ms = match method {
-            TimingMethod::Events => timed(&self.ctx, &self.stream, || {
-                plan.draws.iter().try_for_each(|d| self.launch(d))
-            })?,
+            TimingMethod::Events => {
+                // As before a graph replay: the sets just drawn are not left in L2.
+                L2Flush::flush(
+                    &mut self.flush,
+                    &self.ctx,
+                    &self.stream,
+                    self.verifier.as_deref(),
+                )?;
+                timed(&self.ctx, &self.stream, || {
+                    plan.draws.iter().try_for_each(|d| self.launch(d))
+                })?
+            }
             TimingMethod::Graph => {
                 if self.graph.is_none() {
                     let st = self.stream.clone();
@@ -315,17 +324,29 @@ impl AttentionKernel for LoadedKernel {
                 // The sets were just drawn (and O poisoned): the last ~50 MB of them
                 // would still be in L2, and a graph of a few small launches would
                 // start on cached inputs, which the SDPA baselines' rotation (drawn
-                // long before) never does. Flushed, each launch's inputs come from
-                // memory, as for the baselines.
-                L2Flush::flush(&mut self.flush, &self.ctx, &self.stream)?;
+                // long before) never does. Read over, each launch's inputs come from
+                // memory, as for the baselines, and L2 holds no dirty line to write
+                // back (L2Flush).
+                L2Flush::flush(
+                    &mut self.flush,
+                    &self.ctx,
+                    &self.stream,
+                    self.verifier.as_deref(),
+                )?;
                 let graph = self.graph.as_ref().expect("captured above");
                 timed(&self.ctx, &self.stream, || graph.launch())?
             }
             TimingMethod::ColdL2 => {
                 let (mut kept, draws) = (self.flush.take(), plan.draws);
-                let ms = L2Flush::time_each(&mut kept, &self.ctx, &self.stream, draws.len(), |i| {
-                    self.launch(&draws[i])
-                });
+                let verifier = self.verifier.clone();
+                let ms = L2Flush::time_each(
+                    &mut kept,
+                    &self.ctx,
+                    &self.stream,
+                    verifier.as_deref(),
+                    draws.len(),
+                    |i| self.launch(&draws[i]),
+                );
                 self.flush = kept;
                 ms?
             }

@@ -92,6 +92,7 @@ pub(crate) struct Verifier {
     compare_fn: CudaFunction,
     gather_fn: CudaFunction,
     guards_fn: CudaFunction,
+    read_over_fn: CudaFunction,
     blas: CudaBlas,
     jobs: Mutex<Option<CudaSlice<DrawJob>>>,
     scratch: Mutex<Option<Scratch>>,
@@ -131,6 +132,7 @@ impl Verifier {
             compare_fn: function(&module, "evo_compare_rows")?,
             gather_fn: function(&module, "evo_gather_rows")?,
             guards_fn: function(&module, "evo_check_guards")?,
+            read_over_fn: function(&module, "evo_read_over")?,
             blas,
             stream,
             _module: module,
@@ -414,6 +416,26 @@ impl Verifier {
         // SAFETY: `evo_check_guards(const u32* base, u64 stride, int count, int words,
         // u32 pattern, u32* counter)`: the caller's regions are live and word aligned.
         unsafe { args.launch(cfg) }.map_err(driver("checking the guards"))?;
+        Ok(())
+    }
+
+    /// Reads `buf` once and keeps nothing (`evo_read_over`): with `buf` twice the L2's
+    /// size, L2 then holds only clean lines of it (see [`super::launch::L2Flush`]).
+    pub fn read_over(&self, buf: &CudaSlice<u8>, sink: &mut CudaSlice<u32>) -> Result<(), GateError> {
+        let words = (buf.len() / 16) as u64;
+        let cfg = LaunchConfig {
+            grid_dim: (words.div_ceil(256).clamp(1, 2048) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // No word of a zeroed buffer xors to this, so the kernel's store is never taken.
+        let key: u32 = 0x9E37_79B9;
+        let mut args = self.stream.launch_builder(&self.read_over_fn);
+        args.arg(buf).arg(&words).arg(&key).arg(sink);
+        // SAFETY: `evo_read_over(const uint4* buf, u64 words, u32 key, u32* sink)`: `buf`
+        // is a live device buffer of at least 16 x `words` bytes (cudarc's allocations
+        // are 256-byte aligned), `sink` a live one of at least one word.
+        unsafe { args.launch(cfg) }.map_err(driver("reading over L2"))?;
         Ok(())
     }
 }
