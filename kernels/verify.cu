@@ -228,9 +228,9 @@ extern "C" __global__ void evo_check_guards(const u32* base, u64 stride, int cou
 // over twice the L2's size evicts every line a timed launch could find (its inputs,
 // drawn just before) and leaves L2 holding only clean lines of `buf`. A write pass
 // (a memset) would evict them too, but would leave L2 full of dirty lines, whose
-// write-back to memory then lands in the timed launches: ~50 MB on an H100, which
-// costs a memory-bound launch (a decode) ~15 us that no library pays when timed back
-// to back. The store is never taken (no word xors to the key) but depends on every
+// write-back to memory then lands in the timed launches: up to 50 MB on an H100, which
+// cost a grouped decode launch 9.7 us of 188 (run D4 of
+// experiments/2026-11-25-h100-decode-2), and cuDNN's the same. The store is never taken (no word xors to the key) but depends on every
 // load, so none can be dropped.
 extern "C" __global__ void evo_read_over(const uint4* buf, u64 words, u32 key, u32* sink) {
     u32 acc = 0;

@@ -35,8 +35,8 @@ fn the_table_is_the_searches_and_the_bench() {
     let table = table();
     assert_eq!(
         table.classes.len(),
-        7,
-        "the anchors shapes, causal and not, and B1 H16 L8192"
+        13,
+        "the anchors shapes, causal and not, B1 H16 L8192, and the models suite's six rows"
     );
     for class in &table.classes {
         let file = GenomeFile::load(&repo_root().join(DIR).join(&class.champion)).unwrap();
@@ -94,8 +94,40 @@ fn dispatch_names_the_champion_and_the_rule() {
     let o = evo(&["dispatch", "1,8,512,512,80,f16"], &[]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("64, 96, 128 or 256"), "{}", stderr(&o));
-    // A head dim the problem states but no class of the table covers.
-    let o = evo(&["dispatch", "1,8,512,512,96,f16"], &[]);
+    // A grouped decode goes to the grouped decode class, a multi-head one of the same
+    // head dim to a multi-head class.
+    let o = evo(&["dispatch", "8,32,1,4096,128,bf16,causal=br,kv=8"], &[]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("-> b16-h32kv8-lq1-lk8192-d128-causal-br"),
+        "{out}"
+    );
+    let o = evo(&["dispatch", "8,32,1,4096,128,bf16,causal=br"], &[]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("-> b2-h16-l4096-d128-causal") && !out.contains("-> b16-"),
+        "{out}"
+    );
+    // A head dim the problem states but no class of a table covers.
+    let dir = tempfile::tempdir().unwrap();
+    let mut only_d64 = table();
+    only_d64
+        .classes
+        .retain(|c| c.problem().unwrap().head_dim.get() == 64);
+    std::fs::write(
+        dir.path().join(DISPATCH_FILE),
+        only_d64.to_toml_string("D64 classes only"),
+    )
+    .unwrap();
+    let o = evo(
+        &[
+            "dispatch",
+            "1,8,512,512,96,f16",
+            "--champions",
+            &dir.path().display().to_string(),
+        ],
+        &[],
+    );
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("no class has head dim 96") && stderr(&o).contains("evo evolve"),

@@ -38,11 +38,20 @@ fn python(out: &Path, script: &str, input: &str) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
-/// Shapes on and between the classes: both masks, both head dims and one no champion
-/// has, Lq != Lk, tiny and huge.
+/// Shapes on and between the classes: both masks, every head dim, Lq != Lk, tiny and
+/// huge, multi-head and grouped (with and without a window), so that every kind of the
+/// rule is chosen.
 fn shapes() -> Vec<Problem> {
     let mut out = Vec::new();
-    for (b, h) in [(1, 1), (1, 8), (2, 16), (4, 16), (8, 32)] {
+    for (b, h, kv) in [
+        (1, 1, ""),
+        (1, 8, ""),
+        (2, 16, ""),
+        (4, 16, ""),
+        (8, 32, ""),
+        (16, 32, ",kv=8"),
+        (2, 32, ",kv=1"),
+    ] {
         for (lq, lk) in [
             (1, 1),
             (77, 1000),
@@ -51,9 +60,9 @@ fn shapes() -> Vec<Problem> {
             (4096, 4096),
             (16384, 16384),
         ] {
-            for d in [64, 128] {
-                for causal in ["", ",causal"] {
-                    let spec = format!("{b},{h},{lq},{lk},{d},bf16{causal}");
+            for d in [64, 96, 128, 256] {
+                for mask in ["", ",causal", ",causal=br", ",causal,window=256:"] {
+                    let spec = format!("{b},{h},{lq},{lk},{d},bf16{mask}{kv}");
                     out.push(spec.parse().unwrap());
                 }
             }
@@ -69,10 +78,10 @@ from evo_attention.dispatch import Manifest
 assert "torch" not in sys.modules, "importing evo_attention imported torch"
 m = Manifest()
 out = []
-for b, h, lq, lk, d, causal in json.load(sys.stdin):
-    c = m.choose(b, h, lq, lk, d, causal)
+for b, h, lq, lk, d, causal, kv, windowed in json.load(sys.stdin):
+    c = m.choose(b, h, lq, lk, d, causal, kv, windowed)
     out.append(c["class"] if c else None)
-out.append(m.choose(1, 8, 512, 512, 96, False))
+out.append(m.choose(1, 8, 512, 512, 80, False))
 print(json.dumps(out))
 "#;
 
@@ -84,7 +93,8 @@ lib = _lib.Library(_lib.library_path(m), m.export_dir)
 print(lib.version())
 # Fake pointers: without a GPU the runtime says so (3), with one it refuses them (1).
 print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 64), _lib.DTYPE_F16, False, None))
-print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 96), _lib.DTYPE_F16, False, None), lib.last_error())
+print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 96), _lib.DTYPE_F16, False, None))
+print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 80), _lib.DTYPE_F16, False, None), lib.last_error())
 "#;
 
 #[test]
@@ -94,7 +104,13 @@ fn export_writes_a_package_the_runtime_and_python_read() {
     let o = export(&out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("exported 7 champions"),
+        stdout(&o).contains(&format!(
+            "exported {} champions",
+            DispatchTable::load(&repo_root().join(CHAMPIONS).join(DISPATCH_FILE))
+                .unwrap()
+                .classes
+                .len()
+        )),
         "{}",
         stdout(&o)
     );
@@ -165,8 +181,9 @@ fn export_writes_a_package_the_runtime_and_python_read() {
         assert_eq!(&rule.class.name, class, "{p}");
     }
 
-    // Python, without torch: the same champion for every shape, none for D=96.
-    let input: Vec<(u32, u32, u32, u32, u32, bool)> = shapes
+    // Python, without torch: the same champion for every shape, none for a head dim no
+    // class has (D80).
+    let input: Vec<(u32, u32, u32, u32, u32, bool, u32, bool)> = shapes
         .iter()
         .map(|p| {
             (
@@ -176,6 +193,8 @@ fn export_writes_a_package_the_runtime_and_python_read() {
                 p.kv_len,
                 p.head_dim.get(),
                 p.causal,
+                p.kv_heads.unwrap_or(p.heads),
+                p.window_left.is_some() || p.window_right.is_some(),
             )
         })
         .collect();
@@ -187,7 +206,7 @@ fn export_writes_a_package_the_runtime_and_python_read() {
     assert!(o.status.success(), "{}", stderr(&o));
     let got: Vec<Option<String>> = serde_json::from_str(stdout(&o).trim()).unwrap();
     let (none, got) = got.split_last().unwrap();
-    assert_eq!(none, &None, "no champion has head dim 96");
+    assert_eq!(none, &None, "no champion has head dim 80");
     for ((p, want), got) in shapes.iter().zip(&expected).zip(got) {
         assert_eq!(got.as_deref(), Some(want.as_str()), "python on {p}");
     }
@@ -202,9 +221,12 @@ fn export_writes_a_package_the_runtime_and_python_read() {
     assert!(o.status.success(), "{}", stderr(&o));
     let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
     assert_eq!(lines[0], env!("CARGO_PKG_VERSION"));
+    // Fake pointers: no GPU here (3), or one that refuses them (1); D96 is dispatched as
+    // D64 is, D80 is refused before any dispatch.
     assert!(lines[1] == "3" || lines[1] == "1", "{lines:?}");
+    assert_eq!(lines[2], lines[1], "{lines:?}");
     assert!(
-        lines[2].starts_with("2 ") && lines[2].contains("no class has head dim 96"),
+        lines[3].starts_with("2 ") && lines[3].contains("64, 96, 128 or 256"),
         "{lines:?}"
     );
 }

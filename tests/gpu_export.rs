@@ -85,12 +85,24 @@ with warnings.catch_warnings(record=True) as caught:
             ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
             rel = ((o.float() - ref).norm() / ref.norm()).item()
             assert rel < (1.5e-3 if dtype == torch.float16 else 1.2e-2), (dtype, causal, rel)
+    # Grouped heads and the other head dims, through the runtime's extended entry point
+    # (the classes of the models suite: grouped prefill and decode, D96, D256).
+    for h, hkv, lq, lk, d, causal in [(8, 2, 300, 700, 64, True), (32, 8, 1, 1000, 128, False),
+                                      (32, 1, 1, 777, 128, False), (16, 8, 256, 256, 256, True),
+                                      (4, 4, 200, 333, 96, True)]:
+        q, k, v = rand(1, h, lq, d), rand(1, hkv, lk, d), rand(1, hkv, lk, d)
+        assert evo_attention.covers(q, k, v, causal, enable_gqa=True), (h, hkv, d)
+        o = evo_attention.sdpa(q, k, v, is_causal=causal, enable_gqa=True)
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q.float(), k.float(), v.float(), is_causal=causal, enable_gqa=True)
+        rel = ((o.float() - ref).norm() / ref.norm()).item()
+        assert rel < 1.5e-3, (h, hkv, lq, lk, d, causal, rel)
     assert not caught, [str(w.message) for w in caught]
-    q96 = rand(1, 2, 64, 96)
+    q80 = rand(1, 2, 64, 80)
     for _ in range(3):
-        evo_attention.sdpa(q96, q96, q96)
-    evo_attention.sdpa(q96.float(), q96.float(), q96.float())
-    evo_attention.sdpa(q96.cpu().float(), q96.cpu().float(), q96.cpu().float())
+        evo_attention.sdpa(q80, q80, q80)
+    evo_attention.sdpa(q80.float(), q80.float(), q80.float())
+    evo_attention.sdpa(q80.cpu().float(), q80.cpu().float(), q80.cpu().float())
     kinds = [str(w.message) for w in caught]
     assert len(kinds) == 3, kinds  # head dim, dtype, device: each once
     print("\n".join(kinds))

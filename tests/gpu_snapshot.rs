@@ -5,7 +5,8 @@
 //! when a chunk's hash and one of its values are moved (a chunk whose hash matches is
 //! identical, so its values are not looked at). Needs NVRTC.
 
-use crate::util::{evo, stderr, stdout};
+use crate::util::{evo, repo_root, stderr, stdout};
+use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
 use std::path::Path;
 
 fn evo_ok(args: &[&str]) -> String {
@@ -42,14 +43,25 @@ fn gpu_snapshot_records_checks_and_catches_a_moved_value() {
     ]);
     let file = dir.path().join("s.json");
     let file_arg = file.to_str().unwrap();
+    // Every class of the table, in f16 and bf16.
+    let n = 2 * DispatchTable::load(
+        &repo_root()
+            .join("genomes/champions/h100")
+            .join(DISPATCH_FILE),
+    )
+    .unwrap()
+    .classes
+    .len();
     let o = evo_ok(&["snapshot", file_arg, "--export", out]);
-    assert!(o.contains("recorded 14 outputs"), "{o}");
+    assert!(o.contains(&format!("recorded {n} outputs")), "{o}");
 
     // The same GPU, driver and kernels: every row bit for bit.
     let o = evo_ok(&["snapshot", file_arg, "--export", out, "--check"]);
     assert!(
         o.contains("same GPU, drivers, evo and export")
-            && o.contains("all 14 outputs within tolerance (14 identical bit for bit)"),
+            && o.contains(&format!(
+                "all {n} outputs within tolerance ({n} identical bit for bit)"
+            )),
         "{o}"
     );
 
@@ -65,7 +77,10 @@ fn gpu_snapshot_records_checks_and_catches_a_moved_value() {
         out,
         "--check",
     ]);
-    assert!(o.contains("(13 identical bit for bit)"), "{o}");
+    assert!(
+        o.contains(&format!("({} identical bit for bit)", n - 1)),
+        "{o}"
+    );
 
     // A chunk recorded from another output (its hash and a sampled value moved by 1):
     // out of tolerance, named.
@@ -95,7 +110,7 @@ fn gpu_snapshot_records_checks_and_catches_a_moved_value() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(
-        e.contains("1 of 14 outputs out of tolerance")
+        e.contains(&format!("1 of {n} outputs out of tolerance"))
             && e.contains(&format!("the first: {label}, row {row} "))
             && e.contains(" col "),
         "{e}"

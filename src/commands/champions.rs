@@ -209,8 +209,9 @@ pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
 pub const TABLE_HEADER: &str =
     "Per-shape champions and the table that dispatches them (`evo dispatch SPEC`).
 Written by `evo champions EXPERIMENT...`; figures by `evo bench --champions DIR --record`.
-Rule for a shape between classes: same head dim; same mask if any class has it; then the
-nearest in work |log2(B*H*Lq*Lk) - log2(class's)|; ties to the nearest key length.
+Rule for a shape between classes: same head dim; same kind (mask, window, grouped heads)
+if any class has it, else the same mask if any has it; then the nearest in work
+|log2(B*H*Lq*Lk) - log2(class's)|; ties to the nearest key length, then the nearest group.
 The dtype is not a class: each champion is built for f16 and bf16.";
 
 pub fn run_dispatch(args: DispatchArgs) -> anyhow::Result<()> {

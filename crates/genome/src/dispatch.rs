@@ -10,7 +10,9 @@
 //!    not) is preferred; without one, a class with the same causality;
 //! 3. among those, the nearest in work, `|log2(B·H·Lq·Lk) - log2(class's)|`
 //!    (the grid's size and each CTA's loop length, which decide tile and split choices);
-//! 4. ties go to the nearest key length, then to the order of the table.
+//! 4. ties go to the nearest key length, then to the nearest group (query heads per
+//!    K/V head: a multi-query decode and a grouped one of the same work differ in the
+//!    rows each K/V tile serves), then to the order of the table.
 //!
 //! The dtype is not a class: a champion is compiled for either and the bench measures
 //! both (f16 and bf16 figures side by side).
@@ -204,6 +206,8 @@ impl DispatchTable {
         let distance = |p: &Problem| (work(p) - work(problem)).abs();
         let key_gap =
             |p: &Problem| ((p.kv_len as f64).log2() - (problem.kv_len as f64).log2()).abs();
+        let group_gap =
+            |p: &Problem| ((p.group() as f64).log2() - (problem.group() as f64).log2()).abs();
         let mut considered: Vec<(&ShapeClass, Problem, f64)> = parsed
             .iter()
             .filter(|(_, p)| {
@@ -215,10 +219,12 @@ impl DispatchTable {
             })
             .map(|&(c, p)| (c, p, distance(&p)))
             .collect();
-        // Stable: equal distances keep the table's order after the key-length tie-break.
+        // Stable: equal distances keep the table's order after the key-length and group
+        // tie-breaks.
         considered.sort_by(|a, b| {
             a.2.total_cmp(&b.2)
                 .then_with(|| key_gap(&a.1).total_cmp(&key_gap(&b.1)))
+                .then_with(|| group_gap(&a.1).total_cmp(&group_gap(&b.1)))
         });
         let (class, class_problem, d) = considered[0];
         // The same shape, the dtype aside (a champion serves both).
@@ -348,6 +354,25 @@ mod tests {
             pick("1,16,4096,4096,128,f16,kv=16,window=64:64"),
             "b2-h16-l4096-d128"
         );
+        // A multi-query decode class of the same work and keys: the group breaks the tie,
+        // whichever class the table lists first.
+        for mqa_first in [true, false] {
+            let mut t = t.clone();
+            let mqa = class("16,32,1,8192,128,f16,causal=br,kv=1");
+            if mqa_first {
+                t.classes.insert(0, mqa);
+            } else {
+                t.classes.push(mqa);
+            }
+            assert_eq!(
+                pick_in(&t, "8,32,1,4096,128,bf16,causal=br,kv=8"),
+                "b16-h32kv8-lq1-lk8192-d128-causal-br"
+            );
+            assert_eq!(
+                pick_in(&t, "8,32,1,4096,128,bf16,causal=br,kv=2"),
+                "b16-h32kv1-lq1-lk8192-d128-causal-br"
+            );
+        }
     }
 
     #[test]

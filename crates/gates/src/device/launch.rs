@@ -195,9 +195,10 @@ fn chain(graph: &CudaGraph) -> Result<Vec<cu::CUgraphNode>, GateError> {
 /// verifier's `evo_read_over`, so that nothing a timed launch reads is still in L2 when
 /// it starts (its inputs were drawn just before) and L2 holds no dirty line either.
 /// It is read, not written: a memset of it would leave L2 full of dirty lines, and their
-/// write-back (~50 MB on an H100) would land in the timed launches, which a library
-/// timed back to back never pays; run D4 of experiments/2026-11-25-h100-decode-2 found
-/// it ~15 us of a 190 us decode launch.
+/// write-back (up to the L2's 50 MB on an H100) would land in the timed launches, which a
+/// library timed back to back never pays: run D4 of experiments/2026-11-25-h100-decode-2
+/// found it 9.7 µs of a grouped decode launch (188.4 against 178.7 µs, the same kernel)
+/// and 9.9 µs of cuDNN's on the same row (188.6 against 178.7 µs).
 pub(crate) struct L2Flush {
     buf: CudaSlice<u8>,
     sink: CudaSlice<u32>,
@@ -210,9 +211,9 @@ impl L2Flush {
             .map_err(driver("reading the L2 size"))?;
         let bytes = 2 * (l2.max(1 << 20) as usize);
         Ok(L2Flush {
-            buf: stream.alloc_zeros::<u8>(bytes).map_err(driver(format!(
-                "allocating {bytes} bytes to flush L2"
-            )))?,
+            buf: stream
+                .alloc_zeros::<u8>(bytes)
+                .map_err(driver(format!("allocating {bytes} bytes to flush L2")))?,
             sink: stream
                 .alloc_zeros::<u32>(1)
                 .map_err(driver("allocating the L2 flush's sink"))?,

@@ -421,7 +421,11 @@ impl Verifier {
 
     /// Reads `buf` once and keeps nothing (`evo_read_over`): with `buf` twice the L2's
     /// size, L2 then holds only clean lines of it (see [`super::launch::L2Flush`]).
-    pub fn read_over(&self, buf: &CudaSlice<u8>, sink: &mut CudaSlice<u32>) -> Result<(), GateError> {
+    pub fn read_over(
+        &self,
+        buf: &CudaSlice<u8>,
+        sink: &mut CudaSlice<u32>,
+    ) -> Result<(), GateError> {
         let words = (buf.len() / 16) as u64;
         let cfg = LaunchConfig {
             grid_dim: (words.div_ceil(256).clamp(1, 2048) as u32, 1, 1),

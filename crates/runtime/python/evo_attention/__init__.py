@@ -96,7 +96,7 @@ def _uncovered(q, k, v, is_causal, enable_gqa=False):
             f"{torch.cuda.get_device_name(q.device)} (sm_{capability[0]}{capability[1]}): the "
             f"export is built for {m.data['arch']} ({m.device})"
         )
-    if m.choose(b, h, lq, k.shape[2], d, is_causal) is None:
+    if m.choose(b, h, lq, k.shape[2], d, is_causal, hkv) is None:
         return "head_dim", f"head dim {d}: the export has champions for {m.head_dims}"
     return None
 

@@ -4,9 +4,11 @@ Pure Python, no torch: CI checks it against evo's own rule (crates/genome/src/di
 without a GPU. The rule, as dispatch.toml's header states it:
 
 1. the head dim must match (a champion is built and checked for its own);
-2. a class with the same mask (causal or not) is preferred to one without;
+2. a class of the same kind (causal or not, windowed or not, grouped K/V heads or not)
+   is preferred; without one, a class with the same causality;
 3. among those, the nearest in work |log2(B*H*Lq*Lk) - log2(class's)|;
-4. ties go to the nearest key length, then to the table's order.
+4. ties go to the nearest key length, then to the nearest group (query heads per K/V
+   head), then to the table's order.
 
 The dtype is not a class: every champion is exported for f16 and bf16.
 """
@@ -23,6 +25,22 @@ MANIFEST_FORMAT = 1
 
 def _work(batch, heads, q_len, kv_len):
     return math.log2(float(batch) * float(heads) * float(q_len) * float(kv_len))
+
+
+def _kind(entry):
+    """(causal, windowed, grouped) of a champion, read from its shape
+    `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]`."""
+    fields = entry["shape"].split(",")
+    kv = [int(f[3:]) for f in fields if f.startswith("kv=")]
+    grouped = bool(kv) and kv[0] != entry["heads"]
+    windowed = any(f.startswith("window=") for f in fields)
+    return (bool(entry["causal"]), windowed, grouped)
+
+
+def _group(entry):
+    """Query heads per K/V head of a champion's shape (1 without `kv=`)."""
+    kv = [int(f[3:]) for f in entry["shape"].split(",") if f.startswith("kv=")]
+    return entry["heads"] // kv[0] if kv else 1
 
 
 def arch_runs_on(arch, capability, cubin):
@@ -79,24 +97,36 @@ class Manifest:
             for k in c["kernels"]
         )
 
-    def considered(self, batch, heads, q_len, kv_len, head_dim, causal):
-        """The classes of the head dim (and mask, if any has it), nearest first."""
+    def considered(self, batch, heads, q_len, kv_len, head_dim, causal, kv_heads=None, windowed=False):
+        """The classes of the head dim (and kind, or else mask, if any has it), nearest
+        first. `kv_heads` (None: `heads`) and `windowed` complete the problem's kind."""
         same_dim = [c for c in self.champions if c["head_dim"] == head_dim]
         if not same_dim:
             return []
+        grouped = kv_heads is not None and kv_heads != heads
+        kind = (bool(causal), bool(windowed), grouped)
+        same_kind = any(_kind(c) == kind for c in same_dim)
         same_mask = any(c["causal"] == bool(causal) for c in same_dim)
-        pool = [c for c in same_dim if not same_mask or c["causal"] == bool(causal)]
+        if same_kind:
+            pool = [c for c in same_dim if _kind(c) == kind]
+        else:
+            pool = [c for c in same_dim if not same_mask or c["causal"] == bool(causal)]
         work = _work(batch, heads, q_len, kv_len)
         key = math.log2(float(kv_len))
+        group = math.log2(float(heads // kv_heads if kv_heads else 1))
 
         def order(c):
             distance = abs(_work(c["batch"], c["heads"], c["q_len"], c["kv_len"]) - work)
-            return (distance, abs(math.log2(float(c["kv_len"])) - key))
+            return (
+                distance,
+                abs(math.log2(float(c["kv_len"])) - key),
+                abs(math.log2(float(_group(c))) - group),
+            )
 
         # sorted() is stable: equal keys keep the table's order, as the rule says.
         return sorted(pool, key=order)
 
-    def choose(self, batch, heads, q_len, kv_len, head_dim, causal):
+    def choose(self, batch, heads, q_len, kv_len, head_dim, causal, kv_heads=None, windowed=False):
         """The champion entry serving this shape, or None when no class has its head dim."""
-        pool = self.considered(batch, heads, q_len, kv_len, head_dim, causal)
+        pool = self.considered(batch, heads, q_len, kv_len, head_dim, causal, kv_heads, windowed)
         return pool[0] if pool else None
