@@ -222,11 +222,11 @@ fn export_writes_a_package_the_runtime_and_python_read() {
     let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
     assert_eq!(lines[0], env!("CARGO_PKG_VERSION"));
     // Fake pointers: no GPU here (3), or one that refuses them (1); D96 is dispatched as
-    // D64 is, D80 is refused before any dispatch.
+    // D64 is, D80 has no champion (EVO_ERROR_UNSUPPORTED, 2).
     assert!(lines[1] == "3" || lines[1] == "1", "{lines:?}");
     assert_eq!(lines[2], lines[1], "{lines:?}");
     assert!(
-        lines[3].starts_with("2 ") && lines[3].contains("64, 96, 128 or 256"),
+        lines[3].starts_with("2 ") && lines[3].contains("D=80 has no champion"),
         "{lines:?}"
     );
 }
