@@ -183,10 +183,10 @@ fn export_writes_a_package_the_runtime_and_python_read() {
 
     // Python, without torch: the same champion for every shape, none for a head dim no
     // class has (D80).
-    let input: Vec<(u32, u32, u32, u32, u32, bool, u32, bool)> = shapes
+    let input: Vec<serde_json::Value> = shapes
         .iter()
         .map(|p| {
-            (
+            serde_json::json!([
                 p.batch,
                 p.heads,
                 p.q_len,
@@ -195,7 +195,7 @@ fn export_writes_a_package_the_runtime_and_python_read() {
                 p.causal,
                 p.kv_heads.unwrap_or(p.heads),
                 p.window_left.is_some() || p.window_right.is_some(),
-            )
+            ])
         })
         .collect();
     let o = python(
