@@ -236,12 +236,8 @@ impl AttentionKernel for HybridKernel {
             TimingMethod::Graph => {
                 let st = self.stream.clone();
                 let graph = capture(&st, plan.draws.len(), |i| self.launch(&plan.draws[i]))?;
-                L2Flush::flush(
-                    &mut self.flush,
-                    &self.ctx,
-                    &self.stream,
-                    self.verifier.as_deref(),
-                )?;
+                let v = self.verifier.as_deref();
+                L2Flush::flush(&mut self.flush, &self.ctx, &self.stream, v)?;
                 timed(&self.ctx, &self.stream, || {
                     graph.launch().map_err(driver("replaying the graph"))
                 })?

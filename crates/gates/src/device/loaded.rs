@@ -302,12 +302,8 @@ impl AttentionKernel for LoadedKernel {
         let ms = match method {
             TimingMethod::Events => {
                 // As before a graph replay: the sets just drawn are not left in L2.
-                L2Flush::flush(
-                    &mut self.flush,
-                    &self.ctx,
-                    &self.stream,
-                    self.verifier.as_deref(),
-                )?;
+                let v = self.verifier.as_deref();
+                L2Flush::flush(&mut self.flush, &self.ctx, &self.stream, v)?;
                 timed(&self.ctx, &self.stream, || {
                     plan.draws.iter().try_for_each(|d| self.launch(d))
                 })?
@@ -327,12 +323,8 @@ impl AttentionKernel for LoadedKernel {
                 // long before) never does. Read over, each launch's inputs come from
                 // memory, as for the baselines, and L2 holds no dirty line to write
                 // back (L2Flush).
-                L2Flush::flush(
-                    &mut self.flush,
-                    &self.ctx,
-                    &self.stream,
-                    self.verifier.as_deref(),
-                )?;
+                let v = self.verifier.as_deref();
+                L2Flush::flush(&mut self.flush, &self.ctx, &self.stream, v)?;
                 let graph = self.graph.as_ref().expect("captured above");
                 timed(&self.ctx, &self.stream, || graph.launch())?
             }
