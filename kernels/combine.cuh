@@ -7,9 +7,8 @@
 // Lane s reads split s's lse (EVO_SPLIT_KV <= 32), so the weights take one load per
 // lane and two warp reductions; the splits' o rows are then read by a fully unrolled
 // loop whose loads depend on nothing but the address, so all of them are in flight
-// together. (A loop that reads a split's lse and then its o, split after split, pays
-// two memory latencies per split: 2.5 µs per split at a decode shape, more than the
-// forward kernel saves by splitting.)
+// together (a loop that reads a split's lse and then its o, split after split, pays
+// two dependent memory latencies per split).
 static_assert(EVO_SPLIT_KV >= 1 && EVO_SPLIT_KV <= 32,
               "the combine gives each split one lane: EVO_SPLIT_KV must be 1..32");
 

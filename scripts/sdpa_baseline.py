@@ -404,7 +404,7 @@ def time_graph(fn, calls_hint=None):
 class L2Flush:
     """A buffer twice the L2's size, read over before a call timed alone, as FAST's
     L2Flush (crates/gates/src/device/launch.rs): nothing the call reads is in L2, and
-    L2 holds only clean lines (a write pass, `zero_()`, would leave ~50 MB of dirty
+    L2 holds only clean lines (a write pass, `zero_()`, would leave up to 50 MB of dirty
     lines whose write-back lands in the timed call)."""
 
     def __init__(self):

@@ -27,20 +27,17 @@ def _work(batch, heads, q_len, kv_len):
     return math.log2(float(batch) * float(heads) * float(q_len) * float(kv_len))
 
 
-def _kind(entry):
-    """(causal, windowed, grouped) of a champion, read from its shape
-    `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]`."""
-    fields = entry["shape"].split(",")
-    kv = [int(f[3:]) for f in fields if f.startswith("kv=")]
-    grouped = bool(kv) and kv[0] != entry["heads"]
-    windowed = any(f.startswith("window=") for f in fields)
-    return (bool(entry["causal"]), windowed, grouped)
-
-
 def _group(entry):
-    """Query heads per K/V head of a champion's shape (1 without `kv=`)."""
+    """Query heads per K/V head of a champion, read from its shape
+    `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]` (1 without `kv=`)."""
     kv = [int(f[3:]) for f in entry["shape"].split(",") if f.startswith("kv=")]
     return entry["heads"] // kv[0] if kv else 1
+
+
+def _kind(entry):
+    """(causal, windowed, grouped) of a champion, as the rule compares them."""
+    windowed = any(f.startswith("window=") for f in entry["shape"].split(","))
+    return (bool(entry["causal"]), windowed, _group(entry) > 1)
 
 
 def arch_runs_on(arch, capability, cubin):
@@ -103,8 +100,8 @@ class Manifest:
         same_dim = [c for c in self.champions if c["head_dim"] == head_dim]
         if not same_dim:
             return []
-        grouped = kv_heads is not None and kv_heads != heads
-        kind = (bool(causal), bool(windowed), grouped)
+        group = heads // kv_heads if kv_heads else 1
+        kind = (bool(causal), bool(windowed), group > 1)
         same_kind = any(_kind(c) == kind for c in same_dim)
         same_mask = any(c["causal"] == bool(causal) for c in same_dim)
         if same_kind:
@@ -113,14 +110,14 @@ class Manifest:
             pool = [c for c in same_dim if not same_mask or c["causal"] == bool(causal)]
         work = _work(batch, heads, q_len, kv_len)
         key = math.log2(float(kv_len))
-        group = math.log2(float(heads // kv_heads if kv_heads else 1))
+        lgroup = math.log2(float(group))
 
         def order(c):
             distance = abs(_work(c["batch"], c["heads"], c["q_len"], c["kv_len"]) - work)
             return (
                 distance,
                 abs(math.log2(float(c["kv_len"])) - key),
-                abs(math.log2(float(_group(c))) - group),
+                abs(math.log2(float(_group(c))) - lgroup),
             )
 
         # sorted() is stable: equal keys keep the table's order, as the rule says.
