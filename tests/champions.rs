@@ -75,6 +75,31 @@ fn the_table_is_the_searches_and_the_bench() {
     }
 }
 
+/// `evo dispatch SPEC | head -0`: the reader is gone before evo prints. It must end as the
+/// other tools in a pipe do (killed by SIGPIPE, or done), never with Rust's panic.
+#[cfg(unix)]
+#[test]
+fn dispatch_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_evo"))
+        .args(["dispatch", "2,8,2048,2048,128,bf16,causal"])
+        .current_dir(repo_root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the evo binary runs");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        o.status.success() || o.status.signal() == Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        o.status
+    );
+}
+
 #[test]
 fn dispatch_names_the_champion_and_the_rule() {
     let o = evo(&["dispatch", "2,8,2048,2048,128,bf16,causal"], &[]);
