@@ -517,9 +517,13 @@ struct Smem {
 
 // ============================================================ 5. the consumers
 
-// One unit of work: a query block of one head, over one split of the keys.
+// One unit of work: a query block of one head, over one split of the keys. The block's
+// rows are [row0, row_end) (section 6: balanced blocks, so they need not be kBM rows
+// from a multiple of kBM); a consumer warpgroup whose 64 rows start at or past
+// row_end has nothing to compute in it.
 struct Work {
   int m_block, bh, split;
+  int row0, row_end;
 };
 
 // A finished tile's rows and softmax statistics: what its epilogue reads (chained,
@@ -542,7 +546,7 @@ struct Consumer {
   Mask mk;
   // Starts a tile: its rows (query block m_block) and an empty softmax.
   __device__ void begin(const Work& w, int warp) {
-    wg_row0 = w.m_block * kBM + cw * 64;
+    wg_row0 = w.row0 + cw * 64;
     row[0] = wg_row0 + warp * 16 + lane / 4;
     row[1] = row[0] + 8;
     m[0] = m[1] = neg_inf();
@@ -708,9 +712,35 @@ struct Turns {
 // side (their CTAs read the same K and V at about the same time, from L2); causal
 // longest first (the last query blocks see the most keys), so the short tiles fill
 // the end instead of the long ones trailing it.
+//
+// Balanced blocks: the ceil(Lq / 64) warpgroup rows (64 query rows each) are cut into
+// the grid's ceil(Lq / kBM) blocks, whose sizes differ by at most one warpgroup row:
+// `small` blocks of q rows, then the rest of q + 1. With three consumer warpgroups at
+// Lq 1024 that is 3,3,3,3,2,2 warpgroup rows instead of 3,3,3,3,3,1: the same number of
+// blocks, and no block whose warpgroups mostly compute rows past Lq. A warpgroup with
+// no rows in its block skips the GEMMs (it still keeps the barriers' counts). A
+// persistent non-causal CTA takes the larger blocks first, so that a CTA's tiles mix
+// sizes instead of repeating one query block's size (132 SMs and 6 blocks a head would
+// give CTA x the block x % 6 every time); causal ones come last in index order, which
+// the longest-first order takes first.
 struct Schedule {
-  int m_blocks, bhs, causal;
+  int m_blocks, bhs, causal, lq;
+  int q, small;  // warpgroup rows per smaller block; how many blocks are smaller
+  __device__ Schedule(int lq_, int bhs_, int causal_)
+      : m_blocks((lq_ + kBM - 1) / kBM), bhs(bhs_), causal(causal_), lq(lq_) {
+    const int wg_rows = (lq_ + 63) / 64;
+    q = wg_rows / m_blocks;
+    small = m_blocks - wg_rows % m_blocks;
+  }
   __device__ int tiles() const { return m_blocks * bhs * kSplit; }
+  // The rows of query block mb.
+  __device__ void rows(Work& w) const {
+    const int mb = w.m_block;
+    const int first = mb <= small ? mb * q : small * q + (mb - small) * (q + 1);
+    const int size = mb < small ? q : q + 1;
+    w.row0 = first * 64;
+    w.row_end = min((first + size) * 64, lq);
+  }
   __device__ Work at(int t) const {
     Work w;
     if (causal) {
@@ -719,17 +749,24 @@ struct Schedule {
       w.bh = (t % per_block) % bhs;
       w.split = (t % per_block) / bhs;
     } else {
-      w.m_block = t % m_blocks;
-      w.bh = (t / m_blocks) % bhs;
-      w.split = t / m_blocks / bhs;
+      // The larger blocks (indices small..m_blocks-1) of every head first.
+      const int big = (m_blocks - small) * bhs * kSplit;
+      const int n = t < big ? m_blocks - small : small, off = t < big ? small : 0;
+      const int u = t < big ? t : t - big;
+      w.m_block = off + u % n;
+      w.bh = (u / n) % bhs;
+      w.split = u / n / bhs;
     }
+    rows(w);
     return w;
   }
   __device__ Work of_block() const {
     // Causal blocks further down see more keys: launch them first, so the short ones
     // fill the last wave instead of the long ones trailing it.
-    return Work{causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x, (int)blockIdx.y,
-                (int)blockIdx.z};
+    Work w{causal ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x, (int)blockIdx.y,
+           (int)blockIdx.z, 0, 0};
+    rows(w);
+    return w;
   }
   // The tiles this CTA computes: t = first, first + stride, ... while t < count.
   __device__ int first() const { return kPersistent ? blockIdx.x : 0; }
@@ -743,9 +780,8 @@ struct Schedule {
 struct KvRange {
   int begin, count;
 };
-__device__ __forceinline__ KvRange kv_range(const Work& w, const Mask& mk, int Lq) {
-  const int m0 = w.m_block * kBM;
-  const int2 seen = mk.tiles(m0, min(m0 + kBM, Lq) - 1, kBN);
+__device__ __forceinline__ KvRange kv_range(const Work& w, const Mask& mk) {
+  const int2 seen = mk.tiles(w.row0, w.row_end - 1, kBN);
   const int per_split = (seen.y - seen.x + kSplit - 1) / kSplit;
   const int begin = seen.x + w.split * per_split;
   const int end = min(seen.y, begin + per_split);
@@ -785,7 +821,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   constexpr bool kPack = EVO_PACK_GQA != 0;
   const int H = kPack ? Hkv : H_in;
   const int Lq = kPack ? Lq_in * (H_in / Hkv) : Lq_in;
-  const Schedule sched{(Lq + kBM - 1) / kBM, B * H, causal};
+  const Schedule sched(Lq, B * H, causal);
   const Mask mk{Lk, causal, diag, win_left, win_right, kPack ? Lq_in : 0};
 
   if (kDs != kD && kLoad != kTma) {
@@ -818,7 +854,9 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   }
   __syncthreads();
 
-  const int wg = threadIdx.x / 128;
+  // Warp-uniform to the compiler (a shuffle from lane 0, as CUTLASS does): branches on
+  // the warpgroup (its role, an idle warpgroup) then need no divergent fallback paths.
+  const int wg = __shfl_sync(0xffffffff, threadIdx.x / 128, 0);
   if (wg == 0) {
     // ---------------------------------------------------------------- producer
     if (kProducerRegs) setmaxnreg_dec<kProducerRegs ? kProducerRegs : 24>();
@@ -830,14 +868,14 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       int kv = 0;
       for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
         const Work w = sched.work(t);
-        const KvRange r = kv_range(w, mk, Lq);
+        const KvRange r = kv_range(w, mk);
         const int kvh = kPack ? w.bh : kv_head_of(w.bh, H_in, Hkv);
         const int slot = q_slot(k);
         mbar_wait(sm.q_empty(slot), q_parity(k) ^ 1);
         mbar_expect_tx(sm.q_full(slot), kQBytes);
         for (int b = 0; b < kColBlocks; ++b)
           tma_load(sm.q_at(slot) + b * kBM * kRowBytes, &tm_q, sm.q_full(slot), b * 64,
-                   w.m_block * kBM, w.bh);
+                   w.row0, w.bh);
         for (int it = 0; it < r.count; ++it, ++kv) {
           const int s = kv % kStages;
           const uint32_t free_parity = ((kv / kStages) & 1) ^ 1;
@@ -857,12 +895,12 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     int kv = 0;
     for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
       const Work w = sched.work(t);
-      const KvRange r = kv_range(w, mk, Lq);
+      const KvRange r = kv_range(w, mk);
       const size_t q_head = (size_t)w.bh * Lq * kD;
       const size_t kv_head = (size_t)(kPack ? w.bh : kv_head_of(w.bh, H_in, Hkv)) * Lk * kD;
       const int slot = q_slot(k);
       mbar_wait(sm.q_empty(slot), q_parity(k) ^ 1);
-      copy_tile<kBM>(sm.q_at(slot), Q + q_head, w.m_block * kBM, Lq);
+      copy_tile<kBM>(sm.q_at(slot), Q + q_head, w.row0, Lq);
       copies_landed(sm.q_full(slot));
       for (int it = 0; it < r.count; ++it, ++kv) {
         const int s = kv % kStages;
@@ -905,6 +943,9 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   // The epilogue: O / l of a finished tile's rows, staged through shared memory at
   // `o_wg` (the warpgroup's rows of a Q-sized buffer), or a split's share.
   auto store_o = [&](Finished f, const Work& w, uint32_t o_wg) {
+    // A warpgroup with no rows in the block (balanced blocks) stores nothing; the
+    // named barriers below are its own.
+    if (f.wg_row0 >= w.row_end) return;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       f.l[i] += __shfl_xor_sync(0xffffffff, f.l[i], 1);
@@ -916,7 +957,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int rr = f.wg_row0 + warp * 16 + lane / 4 + 8 * i;
-        if (rr >= Lq) continue;
+        if (rr >= w.row_end) continue;
         const float inv = f.l[i] > 0.0f ? 1.0f / f.l[i] : 0.0f;
         const size_t at = ((size_t)w.split * BH + w.bh) * Lq + rr;
         float* out = ws_o + at * kD;
@@ -961,7 +1002,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     for (int ch = tid; ch < kChunks; ch += 128) {
       const int lr = ch / (kD / 8), chunk = ch % (kD / 8);
       const int rr = f.wg_row0 + lr;
-      if (rr >= Lq) continue;
+      if (rr >= w.row_end) continue;
       const uint32_t at = o_wg + (chunk / 8) * kBM * kRowBytes + lr * kRowBytes +
                           (((chunk % 8) ^ (lr % 8)) * 16);
       uint4 v;
@@ -1018,7 +1059,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   int kv = 0;  // ring position of the current step's K/V
   for (int t = sched.first(), k = 0; t < sched.count();) {
     Work w = sched.work(t);
-    KvRange r = kv_range(w, mk, Lq);
+    KvRange r = kv_range(w, mk);
     c.begin(w, warp);
     zero_o();
     mbar_wait(sm.q_full(q_slot(k)), q_parity(k));
@@ -1047,7 +1088,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       if (new_tile) {
         if (t + sched.stride() >= sched.count()) break;
         wn = sched.work(t + sched.stride());
-        rn = kv_range(wn, mk, Lq);
+        rn = kv_range(wn, mk);
         if (rn.count == 0) break;
       }
       const int kn = new_tile ? k + 1 : k;
@@ -1096,7 +1137,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   int kv = 0;  // K/V tiles consumed by this CTA so far: the ring's position
   for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
     const Work w = sched.work(t);
-    const KvRange r = kv_range(w, mk, Lq);
+    const KvRange r = kv_range(w, mk);
     const int n_tiles = r.count, t_begin = r.begin;
     const uint32_t q_wg = sm.q + c.cw * 64 * kRowBytes;
     c.begin(w, warp);
@@ -1109,57 +1150,87 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     };
     auto release_v = [&](int it) { arrive(sm.v_empty(stage(kv + it))); };
     if (n_tiles == 0) arrive(sm.q_empty(0));
+    // A warpgroup with no rows in this block: the loops below without their GEMMs and
+    // softmax, keeping the same waits, releases and ping-pong turns in the same order.
+    const bool idle = c.wg_row0 >= w.row_end;
 
 #if EVO_OVERLAP
     // Intra-warpgroup overlap (FlashAttention-3): tile j+1's S = Q K^T is issued before
     // tile j's O += P V, and its softmax runs while P V is on the tensor cores.
     Turns turns{c.cw, n_tiles > 0 ? n_tiles + 1 : 0, 0};
     turns.open();
-    if (n_tiles > 0) {
-      mbar_wait(sm.k_full(stage(kv)), parity(kv));
-      turns.begin();
-      issue_qk(sc, q_wg, sm.k(stage(kv)));
-      turns.end();
-      wgmma_wait<0>();
-      keep_s();
-      release_k(0);
-      softmax(c, sc, t_begin * kBN, alpha);
-      to_p(sc, p);
-    }
-    for (int it = 1; it < n_tiles; ++it) {
-      const int n0 = (t_begin + it) * kBN;
-      mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
-      turns.begin();
-      issue_qk(sc, q_wg, sm.k(stage(kv + it)));
-      rescale(o, alpha);
-      mbar_wait(sm.v_full(stage(kv + it - 1)), parity(kv + it - 1));
-      issue_pv(o, p, sm.v(stage(kv + it - 1)));
-      turns.end();
-      wgmma_wait<1>();
-      keep_s();
-      release_k(it);
-      softmax(c, sc, n0, alpha);
-      wgmma_wait<0>();
-      keep_o_p();
-      release_v(it - 1);
-      to_p(sc, p);
-    }
-    if (n_tiles > 0) {
-      const int last = n_tiles - 1;
-      rescale(o, alpha);
-      mbar_wait(sm.v_full(stage(kv + last)), parity(kv + last));
-      turns.begin();
-      issue_pv(o, p, sm.v(stage(kv + last)));
-      turns.end();
-      wgmma_wait<0>();
-      keep_o_p();
-      release_v(last);
+    if (idle) {
+      for (int it = 0; it < n_tiles; ++it) {
+        mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
+        turns.begin();
+        if (it > 0) mbar_wait(sm.v_full(stage(kv + it - 1)), parity(kv + it - 1));
+        turns.end();
+        release_k(it);
+        if (it > 0) release_v(it - 1);
+      }
+      if (n_tiles > 0) {
+        mbar_wait(sm.v_full(stage(kv + n_tiles - 1)), parity(kv + n_tiles - 1));
+        turns.begin();
+        turns.end();
+        release_v(n_tiles - 1);
+      }
+    } else {
+      if (n_tiles > 0) {
+        mbar_wait(sm.k_full(stage(kv)), parity(kv));
+        turns.begin();
+        issue_qk(sc, q_wg, sm.k(stage(kv)));
+        turns.end();
+        wgmma_wait<0>();
+        keep_s();
+        release_k(0);
+        softmax(c, sc, t_begin * kBN, alpha);
+        to_p(sc, p);
+      }
+      for (int it = 1; it < n_tiles; ++it) {
+        const int n0 = (t_begin + it) * kBN;
+        mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
+        turns.begin();
+        issue_qk(sc, q_wg, sm.k(stage(kv + it)));
+        rescale(o, alpha);
+        mbar_wait(sm.v_full(stage(kv + it - 1)), parity(kv + it - 1));
+        issue_pv(o, p, sm.v(stage(kv + it - 1)));
+        turns.end();
+        wgmma_wait<1>();
+        keep_s();
+        release_k(it);
+        softmax(c, sc, n0, alpha);
+        wgmma_wait<0>();
+        keep_o_p();
+        release_v(it - 1);
+        to_p(sc, p);
+      }
+      if (n_tiles > 0) {
+        const int last = n_tiles - 1;
+        rescale(o, alpha);
+        mbar_wait(sm.v_full(stage(kv + last)), parity(kv + last));
+        turns.begin();
+        issue_pv(o, p, sm.v(stage(kv + last)));
+        turns.end();
+        wgmma_wait<0>();
+        keep_o_p();
+        release_v(last);
+      }
     }
 #else
     // One tile at a time: S = Q K^T, wait, softmax, O += P V, wait.
     Turns turns{c.cw, 2 * n_tiles, 0};
     turns.open();
-    for (int it = 0; it < n_tiles; ++it) {
+    for (int it = 0; it < n_tiles && idle; ++it) {
+      mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
+      turns.begin();
+      turns.end();
+      release_k(it);
+      mbar_wait(sm.v_full(stage(kv + it)), parity(kv + it));
+      turns.begin();
+      turns.end();
+      release_v(it);
+    }
+    for (int it = 0; it < n_tiles && !idle; ++it) {
       const int n0 = (t_begin + it) * kBN;
       mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
       turns.begin();

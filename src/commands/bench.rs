@@ -59,7 +59,7 @@ pub struct BenchArgs {
     #[arg(long, requires = "champions")]
     pub record: bool,
     /// Also time every kernel and SDPA backend on a cold L2 (each launch alone, after a
-    /// write over twice the L2's size), in rows named "... (cold L2)"; not the cuBLAS
+    /// read over twice the L2's size), in rows named "... (cold L2)"; not the cuBLAS
     /// hybrid, which is the seeds' baseline.
     #[arg(long)]
     pub cold_l2: bool,
