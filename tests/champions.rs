@@ -2,7 +2,7 @@
 //! snapshots, the dispatch table's claims checked against the committed bench and
 //! searches, and `evo dispatch` / `evo champions` end to end (CPU).
 
-use crate::util::{evo, repo_root, stderr, stdout};
+use crate::util::{evo, evo_command, repo_root, stderr, stdout};
 use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
 use evo_genome::{Dtype, GenomeFile};
 use evo_lineage::Lineage;
@@ -81,10 +81,8 @@ fn the_table_is_the_searches_and_the_bench() {
 #[test]
 fn dispatch_into_a_closed_pipe_ends_quietly() {
     use std::os::unix::process::ExitStatusExt;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_evo"))
-        .args(["dispatch", "2,8,2048,2048,128,bf16,causal"])
-        .current_dir(repo_root())
+    use std::process::Stdio;
+    let mut child = evo_command(&["dispatch", "2,8,2048,2048,128,bf16,causal"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -3,10 +3,16 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// The output of `evo ARGS` with extra environment variables.
-pub fn evo(args: &[&str], env: &[(&str, &str)]) -> Output {
+/// `evo ARGS`, run from the repository root, not yet started.
+pub fn evo_command(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_evo"));
     cmd.args(args).current_dir(repo_root());
+    cmd
+}
+
+/// The output of `evo ARGS` with extra environment variables.
+pub fn evo(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = evo_command(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
