@@ -68,6 +68,9 @@ constexpr int kLoad = EVO_KV_LOAD;
 constexpr bool kPersistent = EVO_PERSISTENT != 0;
 // EVO_OVERLAP: 0 none, 1 within a tile, 2 chained across a persistent CTA's tiles.
 constexpr bool kChained = EVO_OVERLAP == 2;
+// EVO_CLUSTER_COMBINE: a query block's splits are one cluster and merge in distributed
+// shared memory (kernels/cluster.cuh) instead of the combine kernel.
+constexpr bool kCluster = EVO_CLUSTER_COMBINE != 0;
 
 // Producer / consumer registers under setmaxnreg (0: no reallocation). At launch every
 // thread holds kLaunchRegs (the launch bounds' share of the 64K register file, rounded
@@ -102,6 +105,10 @@ static_assert(EVO_PINGPONG == 0 || kWgs >= 2,
               "EVO_PINGPONG alternates the GEMMs of two or more consumer warpgroups");
 static_assert(kProducerRegs == 0 || kProducerRegs == 24 || kProducerRegs == 32 || kProducerRegs == 40,
               "EVO_PRODUCER_REGS must be 0 (no setmaxnreg), 24, 32 or 40");
+static_assert(!kCluster || (kSplit >= 2 && kSplit <= 8),
+              "EVO_CLUSTER_COMBINE merges 2 to 8 splits (a portable cluster holds 8 CTAs)");
+static_assert(!kCluster || !kChained,
+              "EVO_CLUSTER_COMBINE merges after a tile's epilogue, which a chain folds into its stream");
 
 // Shared memory: every tile is stored as ceil(D/64) column blocks of [rows][64]
 // elements, 128 bytes per row, 16-byte chunks XOR-swizzled with (row % 8): the layout
@@ -126,11 +133,16 @@ constexpr int kQBytes = kBM * kDs * 2;
 // second Q slot, O then staged in the finished tile's slot. Otherwise O reuses Q's rows.
 constexpr int kOBytes = kPersistent ? kQBytes : 0;
 constexpr int kTileBytes = kBN * kDs * 2;          // one K or one V stage
-constexpr int kBarrierBytes = 256;                  // (2 + 4 * stages) mbarriers, 8 bytes each
+constexpr int kBarrierBytes = 256;                  // (4 + 4 * stages + wgs) mbarriers, 8 bytes each
 constexpr int kAlignSlack = 1024;                   // the dynamic base is aligned up to 1024
+// Cluster merge: each consumer warpgroup's exchange, after the barriers; a persistent
+// CTA's two, used by its merges in turn (kernels/cluster.cuh says why two suffice).
+using Exchange = evo_cluster::Exchange<kD, kSplit>;
+constexpr int kExchanges = kPersistent ? 2 : 1;
+constexpr int kExchangeBytes = kCluster ? kWgs * kExchanges * Exchange::kBytes : 0;
 constexpr int kSmemTotal =
-    kAlignSlack + kQBytes + kOBytes + 2 * kStages * kTileBytes + kBarrierBytes;
-static_assert((4 + 4 * kStages) * 8 <= kBarrierBytes, "barrier area too small");
+    kAlignSlack + kQBytes + kOBytes + 2 * kStages * kTileBytes + kBarrierBytes + kExchangeBytes;
+static_assert((4 + 4 * kStages + 2 * kWgs) * 8 <= kBarrierBytes, "barrier area too small");
 static_assert(kD % 16 == 0 && kDs - kD < 64, "tiles are stored as 64-column blocks");
 // ptxas checks each wgmma against the launch bound's registers (kLaunchRegs), whatever
 // setmaxnreg gives later; O += P V needs O's kDs / 2 accumulators plus ~30 (at D256 it
@@ -149,8 +161,13 @@ static_assert(kSmemTotal == EVO_SMEM_BYTES,
 extern "C" __constant__ int evo_abi[1] = {2};
 #define EVO_COMBINE_ROWS 4
 #define EVO_COMBINE_THREADS (EVO_COMBINE_ROWS * 32)
-extern "C" __constant__ int evo_geometry[6] = {
-    evo::kBM, evo::kThreads, EVO_SMEM_BYTES, evo::kSplit, EVO_COMBINE_ROWS, EVO_COMBINE_THREADS};
+// A cluster merge declares no combine (rows and threads 0): the host launches none.
+extern "C" __constant__ int evo_geometry[6] = {evo::kBM,
+                                               evo::kThreads,
+                                               EVO_SMEM_BYTES,
+                                               evo::kSplit,
+                                               evo::kCluster ? 0 : EVO_COMBINE_ROWS,
+                                               evo::kCluster ? 0 : EVO_COMBINE_THREADS};
 
 #if EVO_PACK_GQA
 // Packed grouped-query heads (kernels/ABI.md): the host launches one row of heads per
@@ -495,7 +512,7 @@ __device__ __forceinline__ int q_slot(int k) { return kChained ? k & 1 : 0; }
 __device__ __forceinline__ uint32_t q_parity(int k) { return kChained ? (k >> 1) & 1 : k & 1; }
 
 struct Smem {
-  uint32_t q, o, k0, v0, bars;
+  uint32_t q, o, k0, v0, bars, exchange;
   __device__ uint32_t k(int s) const { return k0 + s * kTileBytes; }
   __device__ uint32_t v(int s) const { return v0 + s * kTileBytes; }
   // Q is released once the tile's last S = Q K^T has completed: a persistent CTA's
@@ -513,6 +530,12 @@ struct Smem {
   // once O += P V has, so the producer refills K while P V still reads V.
   __device__ uint32_t k_empty(int s) const { return bars + 8 * (2 + 2 * kStages + s); }
   __device__ uint32_t v_empty(int s) const { return bars + 8 * (2 + 3 * kStages + s); }
+  // Cluster merge: consumer warpgroup c's exchange b (of kExchanges), and its mbarrier
+  // (one arrival, with the bytes the other CTAs' stores complete).
+  __device__ uint32_t exchange_of(int c, int b) const {
+    return exchange + (c * kExchanges + b) * Exchange::kBytes;
+  }
+  __device__ uint32_t merged(int c, int b) const { return bars + 8 * (4 + 4 * kStages + 2 * c + b); }
 };
 
 // ============================================================ 5. the consumers
@@ -743,20 +766,27 @@ struct Schedule {
   }
   __device__ Work at(int t) const {
     Work w;
+    // Merged in a cluster, a query block's splits are consecutive tiles, so that the
+    // CTAs of a cluster (consecutive in x, the grid a multiple of the split) take the
+    // same block: the split is t's remainder, and the rest orders the blocks.
+    constexpr int kS = kCluster ? 1 : kSplit;
+    const int split = kCluster ? t % kSplit : 0;
+    if (kCluster) t /= kSplit;
     if (causal) {
-      const int per_block = bhs * kSplit;
+      const int per_block = bhs * kS;
       w.m_block = m_blocks - 1 - t / per_block;
       w.bh = (t % per_block) % bhs;
       w.split = (t % per_block) / bhs;
     } else {
       // The larger blocks (indices small..m_blocks-1) of every head first.
-      const int big = (m_blocks - small) * bhs * kSplit;
+      const int big = (m_blocks - small) * bhs * kS;
       const int n = t < big ? m_blocks - small : small, off = t < big ? small : 0;
       const int u = t < big ? t : t - big;
       w.m_block = off + u % n;
       w.bh = (u / n) % bhs;
       w.split = u / n / bhs;
     }
+    if (kCluster) w.split = split;
     rows(w);
     return w;
   }
@@ -800,7 +830,17 @@ __device__ __forceinline__ KvRange kv_range(const Work& w, const Mask& mk) {
 #define EVO_TENSOR_MAP_PARAMS
 #endif
 
-extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
+#if EVO_CLUSTER_COMBINE && EVO_PERSISTENT
+// A persistent grid is one row of CTAs, a multiple of the split (kernels/ABI.md): CTA x's
+// tiles all have split x % splits, the cluster rank.
+#define EVO_CLUSTER_DIMS __cluster_dims__(EVO_SPLIT_KV, 1, 1)
+#elif EVO_CLUSTER_COMBINE
+#define EVO_CLUSTER_DIMS __cluster_dims__(1, 1, EVO_SPLIT_KV)
+#else
+#define EVO_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
     evo_attention_fwd(EVO_TENSOR_MAP_PARAMS const elem_t* __restrict__ Q,
                       const elem_t* __restrict__ K, const elem_t* __restrict__ V,
                       elem_t* __restrict__ O, float* __restrict__ ws_o,
@@ -816,6 +856,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   sm.k0 = base + kQBytes + kOBytes;
   sm.v0 = sm.k0 + kStages * kTileBytes;
   sm.bars = sm.v0 + kStages * kTileBytes;
+  sm.exchange = sm.bars + kBarrierBytes;
   // Packed (EVO_PACK_GQA): a head of the launch is a K/V head, and its rows are the Lq
   // queries of each of its G query heads in turn; H and Lq below count those.
   constexpr bool kPack = EVO_PACK_GQA != 0;
@@ -850,9 +891,14 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       mbar_init(sm.k_empty(s), kWgs * 4);
       mbar_init(sm.v_empty(s), kWgs * 4);
     }
+    if (kCluster)
+      for (int j = 0; j < kWgs; ++j)
+        for (int b = 0; b < kExchanges; ++b) mbar_init(sm.merged(j, b), 1);  // + the bytes
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  // Cluster merge: the other CTAs may arrive on this one's barriers from now on.
+  if (kCluster) evo_cluster::arrive_all();
 
   // Warp-uniform to the compiler (a shuffle from lane 0, as CUTLASS does): branches on
   // the warpgroup (its role, an idle warpgroup) then need no divergent fallback paths.
@@ -915,6 +961,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       }
     }
 #endif
+    if (kCluster) evo_cluster::wait_all();  // the barrier's phase, before the producer leaves
     return;
   }
 
@@ -1134,7 +1181,8 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     t += sched.stride(), ++k;
   }
 #else
-  int kv = 0;  // K/V tiles consumed by this CTA so far: the ring's position
+  int kv = 0;      // K/V tiles consumed by this CTA so far: the ring's position
+  int merges = 0;  // cluster merges this warpgroup has made: its exchange and phase
   for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
     const Work w = sched.work(t);
     const KvRange r = kv_range(w, mk);
@@ -1252,6 +1300,26 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     }
 #endif
     kv += n_tiles;
+    if (kCluster) {
+      // The splits merge in the cluster; each CTA stores its slice of O's columns. The
+      // CTAs of a cluster compute the same query block, so a warpgroup with no rows has
+      // none in any of them, and their merge counts stay equal.
+      if (k == 0) evo_cluster::wait_all();  // the other CTAs' barriers are initialised
+      if (!idle) {
+        const int b = merges % kExchanges;
+        evo_cluster::merge<kD, kSplit, EVO_EXP2 != 0>(
+            o, c.m, c.l, sm.exchange_of(c.cw, b), sm.merged(c.cw, b),
+            (uint32_t)(merges / kExchanges) & 1, tid,
+            [&](int j, int i, float a, float b) {
+              const int rr = c.wg_row0 + warp * 16 + lane / 4 + 8 * i;
+              if (rr < w.row_end)
+                *reinterpret_cast<uint32_t*>(O + ((size_t)w.bh * Lq + rr) * kD + 8 * j +
+                                             2 * quad) = pack(a, b);
+            });
+        ++merges;
+      }
+      continue;
+    }
     // Without EVO_PERSISTENT O is staged in the warpgroup's Q rows, free now (its last
     // S = Q K^T has completed) and of O's size; a persistent CTA stages O apart, since
     // the next tile's Q may be landing.

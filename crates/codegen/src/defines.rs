@@ -115,7 +115,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         Overlap::On => 1,
         Overlap::Chained => 2,
     };
-    let list: [(&str, u32); 15] = [
+    let list: [(&str, u32); 16] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
         ("EVO_BLOCK_N", g.block_n.get()),
@@ -130,6 +130,10 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_OVERLAP", overlap),
         ("EVO_PERSISTENT", u32::from(g.persistent == Switch::On)),
         ("EVO_PACK_GQA", u32::from(g.pack_gqa == Switch::On)),
+        (
+            "EVO_CLUSTER_COMBINE",
+            u32::from(g.cluster_combine == Switch::On),
+        ),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(

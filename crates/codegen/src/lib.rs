@@ -60,11 +60,13 @@ pub fn template_source() -> &'static str {
     )
 }
 
-/// The Hopper template's text (the mask rules first, the combine last), as it was when
-/// this binary was built.
+/// The Hopper template's text (the mask rules and the cluster merge first, the combine
+/// last), as it was when this binary was built.
 pub fn hopper_template_source() -> &'static str {
     concat!(
         include_str!("../../../kernels/mask.cuh"),
+        "#line 1 \"kernels/cluster.cuh\"\n",
+        include_str!("../../../kernels/cluster.cuh"),
         "#line 1 \"kernels/attention_sm90.cu\"\n",
         include_str!("../../../kernels/attention_sm90.cu"),
         "#line 1 \"kernels/combine.cuh\"\n",

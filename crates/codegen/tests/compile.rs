@@ -7,7 +7,7 @@
 use evo_codegen::*;
 use evo_genome::{
     space, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad, Math, ProducerRegs,
-    RegCap, Switch, Target, VecBytes,
+    RegCap, SplitKv, Switch, Target, VecBytes,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -99,6 +99,24 @@ fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
             ptx.contains("bar.arrive"),
         );
         expect("mbarrier.try_wait", true, ptx.contains("mbarrier.try_wait"));
+        // One cluster per query block's splits: over the grid's split axis (z), or over
+        // a persistent grid's row of CTAs (x).
+        let cluster = g.cluster_combine == Switch::On;
+        let shape = if g.persistent == Switch::On {
+            format!("{}, 1, 1", g.split_kv)
+        } else {
+            format!("1, 1, {}", g.split_kv)
+        };
+        expect(
+            &format!("a cluster shape .reqnctapercluster {shape} (cluster_combine = on)"),
+            cluster,
+            ptx.contains(&format!(".reqnctapercluster {shape}")),
+        );
+        expect(
+            "st.async into the cluster's exchange (cluster_combine = on)",
+            cluster,
+            ptx.contains("st.async.shared::cluster.mbarrier::complete_tx::bytes"),
+        );
         expect(
             "the evo_tensor_maps constant (hopper_load = tma)",
             g.hopper_load == HopperLoad::Tma,
@@ -339,6 +357,24 @@ fn nvrtc_sweep_hopper_alleles() {
         for dtype in Dtype::ALL {
             if chained.is_valid(d, Target::Sm90) {
                 jobs.push((chained, d, dtype, Target::Sm90));
+            }
+        }
+    }
+    // `cluster_combine` needs 2 to 8 splits, which fa3 has not: named on fa3 with each,
+    // on a grid of one tile per CTA and on a persistent one.
+    for split in [SplitKv::K2, SplitKv::K4, SplitKv::K8] {
+        for persistent in Switch::ALL {
+            let cluster = evo_genome::Genome {
+                split_kv: split,
+                cluster_combine: Switch::On,
+                persistent: *persistent,
+                ..fa3.genes
+            };
+            for d in HeadDim::ALL {
+                let dtype = Dtype::ALL[d.get() as usize / 32 % 2];
+                if cluster.is_valid(d, Target::Sm90) {
+                    jobs.push((cluster, d, dtype, Target::Sm90));
+                }
             }
         }
     }

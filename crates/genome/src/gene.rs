@@ -37,10 +37,11 @@ pub enum Gene {
     SoftmaxOverlap,
     Persistent,
     PackGqa,
+    ClusterCombine,
 }
 
 /// Number of genes.
-pub const GENES: usize = 24;
+pub const GENES: usize = 25;
 
 impl Gene {
     /// All genes in canonical order.
@@ -69,6 +70,7 @@ impl Gene {
         Gene::SoftmaxOverlap,
         Gene::Persistent,
         Gene::PackGqa,
+        Gene::ClusterCombine,
     ];
 
     /// The field name used in TOML and reports.
@@ -98,6 +100,7 @@ impl Gene {
             Gene::SoftmaxOverlap => "softmax_overlap",
             Gene::Persistent => "persistent",
             Gene::PackGqa => "pack_gqa",
+            Gene::ClusterCombine => "cluster_combine",
         }
     }
 
@@ -123,6 +126,7 @@ impl Gene {
                 | Gene::SoftmaxOverlap
                 | Gene::Persistent
                 | Gene::PackGqa
+                | Gene::ClusterCombine
         )
     }
 
@@ -139,7 +143,8 @@ impl Gene {
             | Gene::ProducerRegs
             | Gene::Pingpong
             | Gene::SoftmaxOverlap
-            | Gene::Persistent => family == Family::Hopper,
+            | Gene::Persistent
+            | Gene::ClusterCombine => family == Family::Hopper,
             _ => family == Family::Ampere,
         }
     }
@@ -185,7 +190,9 @@ impl Gene {
                     c => c.to_string(),
                 })
                 .collect(),
-            Gene::Pingpong | Gene::Persistent | Gene::PackGqa => labels(Switch::ALL),
+            Gene::Pingpong | Gene::Persistent | Gene::PackGqa | Gene::ClusterCombine => {
+                labels(Switch::ALL)
+            }
             Gene::SoftmaxOverlap => labels(Overlap::ALL),
         }
     }

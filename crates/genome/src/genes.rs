@@ -300,6 +300,11 @@ pub struct Genome {
     /// (FlashAttention-3's PackGQA); a problem without groups is unchanged.
     #[serde(default, skip_serializing_if = "is_default")]
     pub pack_gqa: Switch,
+    /// Hopper, with `split_kv` 2 to 8: the splits of a query block run as one thread
+    /// block cluster and merge their partial O in distributed shared memory, each CTA
+    /// storing a slice of the columns; no combine kernel and no global workspace.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub cluster_combine: Switch,
 }
 
 // The gene macros own the enum's derives; its default is the value a file written
@@ -467,6 +472,7 @@ impl Genome {
             Gene::SoftmaxOverlap => index_of(Overlap::ALL, &self.softmax_overlap),
             Gene::Persistent => index_of(Switch::ALL, &self.persistent),
             Gene::PackGqa => index_of(Switch::ALL, &self.pack_gqa),
+            Gene::ClusterCombine => index_of(Switch::ALL, &self.cluster_combine),
         }
     }
 
@@ -501,6 +507,7 @@ impl Genome {
             Gene::SoftmaxOverlap => g.softmax_overlap = Overlap::ALL[index],
             Gene::Persistent => g.persistent = Switch::ALL[index],
             Gene::PackGqa => g.pack_gqa = Switch::ALL[index],
+            Gene::ClusterCombine => g.cluster_combine = Switch::ALL[index],
         }
         g
     }
@@ -607,6 +614,7 @@ impl Genome {
             softmax_overlap: Overlap::Off,
             persistent: Switch::Off,
             pack_gqa: Switch::Off,
+            cluster_combine: Switch::Off,
         }
     }
 }

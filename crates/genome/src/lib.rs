@@ -59,6 +59,7 @@ impl Genome {
                 Gene::Family => self.family == Family::Ampere,
                 Gene::Persistent => self.persistent == Switch::Off,
                 Gene::PackGqa => self.pack_gqa == Switch::Off,
+                Gene::ClusterCombine => self.cluster_combine == Switch::Off,
                 _ => false,
             };
             if implied {
@@ -93,7 +94,7 @@ impl Genome {
     pub fn summary(&self) -> String {
         if self.family == Family::Hopper {
             return format!(
-                "hopper wgmma {}x{} wg{} {} s{} {} split{} regs:{} pingpong:{} overlap:{}",
+                "hopper wgmma {}x{} wg{} {} s{} {} split{}{} regs:{} pingpong:{} overlap:{}",
                 self.rows_per_cta(),
                 self.block_n,
                 self.consumer_wgs,
@@ -101,6 +102,11 @@ impl Genome {
                 self.stages,
                 self.exp,
                 self.split_kv,
+                if self.cluster_combine == Switch::On {
+                    "+cluster"
+                } else {
+                    ""
+                },
                 self.allele_label(Gene::ProducerRegs),
                 self.pingpong,
                 self.softmax_overlap

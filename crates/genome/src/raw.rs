@@ -44,6 +44,8 @@ pub(crate) struct RawGenome {
     persistent: Switch,
     #[serde(default)]
     pack_gqa: Switch,
+    #[serde(default)]
+    cluster_combine: Switch,
 }
 
 #[derive(Deserialize)]
@@ -129,6 +131,7 @@ impl TryFrom<RawGenome> for Genome {
             softmax_overlap: r.softmax_overlap,
             persistent: r.persistent,
             pack_gqa: r.pack_gqa,
+            cluster_combine: r.cluster_combine,
         })
     }
 }

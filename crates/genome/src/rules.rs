@@ -34,10 +34,14 @@ pub enum Rule {
     PingpongNeedsTwoWarpgroups,
     /// Overlap across tiles needs a CTA that computes more than one tile.
     ChainedNeedsPersistent,
+    /// A cluster merges 2 to 8 splits of one query block.
+    ClusterCombineSplits,
+    /// The cluster merge follows a tile's epilogue, which a chain folds into its stream.
+    ClusterCombineNotChained,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 11] = [
         Rule::PRegsNeedsMma,
         Rule::ORegsNeedsKnownLayout,
         Rule::SwizzleNeedsAddressedLoads,
@@ -47,6 +51,8 @@ impl Rule {
         Rule::HopperNeedsSm90,
         Rule::PingpongNeedsTwoWarpgroups,
         Rule::ChainedNeedsPersistent,
+        Rule::ClusterCombineSplits,
+        Rule::ClusterCombineNotChained,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +66,8 @@ impl Rule {
             Rule::HopperNeedsSm90 => "hopper_needs_sm90",
             Rule::PingpongNeedsTwoWarpgroups => "pingpong_needs_two_warpgroups",
             Rule::ChainedNeedsPersistent => "chained_needs_persistent",
+            Rule::ClusterCombineSplits => "cluster_combine_splits",
+            Rule::ClusterCombineNotChained => "cluster_combine_not_chained",
         }
     }
 
@@ -101,6 +109,16 @@ impl Rule {
             Rule::ChainedNeedsPersistent => {
                 "chained overlap issues the next tile's first Q·Kᵀ with this tile's last P·V; \
                  without a persistent grid a CTA computes one tile and has no next one"
+            }
+            Rule::ClusterCombineSplits => {
+                "cluster_combine runs the splits of one query block as one thread block \
+                 cluster: with one split there is nothing to merge, and a cluster the \
+                 runtime can launch holds at most 8 CTAs (the portable limit)"
+            }
+            Rule::ClusterCombineNotChained => {
+                "the cluster merge follows a tile's last P·V and waits on the other CTAs of \
+                 the cluster; chained overlap folds a tile's epilogue into the next tile's \
+                 first steps, and the template's chained stream has no merge written into it"
             }
         }
     }
@@ -149,6 +167,9 @@ pub struct SmemPlan {
     pub s_p: u32,
     pub stats: u32,
     pub o: u32,
+    /// Hopper `cluster_combine`: where the other splits' partial O and softmax
+    /// statistics arrive ([`cluster_exchange_bytes`]).
+    pub exchange: u32,
 }
 
 impl SmemPlan {
@@ -169,6 +190,7 @@ impl SmemPlan {
                 // chained overlap the next tile's Q (O then reuses the finished tile's Q
                 // slot). Otherwise O reuses Q's rows.
                 o: if g.persistent == Switch::On { q } else { 0 },
+                exchange: cluster_exchange_bytes(g, head_dim),
             };
         }
         let bm = g.block_m.get();
@@ -195,12 +217,29 @@ impl SmemPlan {
             s_p,
             stats,
             o,
+            exchange: 0,
         }
     }
 
     pub fn total(&self) -> u32 {
-        self.q + self.kv + self.s_p + self.stats + self.o
+        self.q + self.kv + self.s_p + self.stats + self.o + self.exchange
     }
+}
+
+/// Hopper `cluster_combine` (the template's `kernels/cluster.cuh`): each CTA of a
+/// cluster of S = `split_kv` finalises a slice of ceil(D/8 / S) 8-column groups of O,
+/// and receives from each of the S - 1 other CTAs, per consumer thread, a 16-byte
+/// float4 per group of its slice plus one of softmax statistics (m, l of two rows).
+/// A persistent CTA, which merges once per tile, has two such exchanges it alternates.
+pub fn cluster_exchange_bytes(g: &Genome, head_dim: HeadDim) -> u32 {
+    let s = g.split_kv.get();
+    // Off, or a split no cluster holds (rule `cluster_combine_splits` says so): none.
+    if g.family != Family::Hopper || g.cluster_combine == Switch::Off || !(2..=8).contains(&s) {
+        return 0;
+    }
+    let groups = (head_dim.get() / 8).div_ceil(s);
+    let exchanges = if g.persistent == Switch::On { 2 } else { 1 };
+    exchanges * g.consumer_wgs.get() * (s - 1) * (groups + 1) * 16 * 128
 }
 
 /// Hopper: bytes by which the template aligns the dynamic shared-memory base up
@@ -300,6 +339,20 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
                 rule: Rule::ChainedNeedsPersistent,
                 detail: "softmax_overlap = \"chained\" with persistent = \"off\"".into(),
                 fix: "set persistent = \"on\", or softmax_overlap = \"on\"".into(),
+            });
+        }
+        if g.cluster_combine == Switch::On && !(2..=8).contains(&g.split_kv.get()) {
+            out.push(Violation {
+                rule: Rule::ClusterCombineSplits,
+                detail: format!("cluster_combine = \"on\" with split_kv = {}", g.split_kv),
+                fix: "set split_kv = 2, 4 or 8, or cluster_combine = \"off\"".into(),
+            });
+        }
+        if g.cluster_combine == Switch::On && g.softmax_overlap == Overlap::Chained {
+            out.push(Violation {
+                rule: Rule::ClusterCombineNotChained,
+                detail: "cluster_combine = \"on\" with softmax_overlap = \"chained\"".into(),
+                fix: "set softmax_overlap = \"on\", or cluster_combine = \"off\"".into(),
             });
         }
         budget_rules(g, head_dim, target, &mut out);
@@ -423,7 +476,7 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
         out.push(Violation {
             rule: Rule::SharedMemory,
             detail: format!(
-                "{} bytes of shared memory (Q {} + K/V {} + S/P {} + stats {} + O {}) at D = {head_dim} \
+                "{} bytes of shared memory (Q {} + K/V {} + S/P {} + stats {} + O {}{}) at D = {head_dim} \
                  exceed {} bytes on {target}",
                 smem.total(),
                 smem.q,
@@ -431,10 +484,17 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                 smem.s_p,
                 smem.stats,
                 smem.o,
+                if smem.exchange > 0 {
+                    format!(" + cluster exchange {}", smem.exchange)
+                } else {
+                    String::new()
+                },
                 target.smem_per_block()
             ),
             fix: if g.family == Family::Hopper {
-                "lower stages, block_n or consumer_wgs, or set persistent = \"off\"".into()
+                "lower stages, block_n or consumer_wgs, or set persistent = \"off\" \
+                 (or cluster_combine = \"off\")"
+                    .into()
             } else {
                 "lower stages, block_n or block_m, or move P (p_path) / O (o_accum) to \"regs\""
                     .into()

@@ -3,9 +3,9 @@
 //! A genome is counted once per kernel: in its canonical form, with the genes that do
 //! not apply to its family at their baseline ([`Genome::canonical`]). Only the
 //! *structural* genes (family, math, residence, tiles, warps, consumer warpgroups,
-//! stages, layout, the persistent grid, chained overlap) take part in the rules; the others (producer warps, load kinds,
-//! vector width, exp, split, register cap, min blocks, producer registers) never
-//! change validity. Counting therefore walks the structural product of each family
+//! stages, layout, the persistent grid, chained overlap, the split and the cluster
+//! merge) take part in the rules; the others (producer warps, load kinds, vector width,
+//! exp, register cap, min blocks, packed grouped heads) never change validity. Counting therefore walks the structural product of each family
 //! and multiplies by that family's free product; a test checks the independence
 //! claim on random genomes.
 
@@ -15,8 +15,10 @@ use crate::target::Target;
 use rand::Rng;
 
 /// Genes that appear in at least one validity rule.
-pub const STRUCTURAL: [Gene; 15] = [
+pub const STRUCTURAL: [Gene; 17] = [
     Gene::Family,
+    Gene::SplitKv,
+    Gene::ClusterCombine,
     Gene::Persistent,
     Gene::SoftmaxOverlap,
     Gene::ConsumerWgs,

@@ -3,23 +3,11 @@
 
 use evo_genome::rules::{self, HOPPER_ALIGN_SLACK, HOPPER_BARRIERS};
 use evo_genome::{
-    BlockN, ConsumerWgs, Genome, GenomeFile, HeadDim, ProducerRegs, Rule, Stages, Switch, Target,
+    BlockN, ConsumerWgs, Genome, HeadDim, ProducerRegs, Rule, Stages, Switch, Target,
 };
 
-/// The named `fa3` genome (genomes/fa3.toml).
-fn fa3() -> Genome {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/fa3.toml");
-    GenomeFile::load(&path)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .genes
-}
-
-fn failed(g: &Genome, d: HeadDim) -> Vec<Rule> {
-    g.violations(d, Target::Sm90)
-        .iter()
-        .map(|v| v.rule)
-        .collect()
-}
+mod common;
+use common::{fa3, failed};
 
 #[test]
 fn d96_tiles_are_stored_128_columns_wide() {

@@ -92,13 +92,23 @@ impl Geometry {
     }
 
     /// The forward kernel's grid for a problem: one CTA per (query block, head, split),
-    /// or for a persistent kernel as many as that or its cap, whichever is fewer, in x.
+    /// or for a persistent kernel as many as that or its cap, whichever is fewer, in x
+    /// (a multiple of the split, and at least one split's worth, when the splits merge
+    /// in a cluster).
     pub fn fwd_grid(&self, p: &Problem) -> (u32, u32, u32) {
         let blocks = p.q_len.div_ceil(self.block_m);
         let heads = p.batch * p.heads;
         if self.persistent_grid > 0 {
             let tiles = u64::from(blocks) * u64::from(heads) * u64::from(self.split_kv);
-            (tiles.min(u64::from(self.persistent_grid)) as u32, 1, 1)
+            let grid = tiles.min(u64::from(self.persistent_grid));
+            // Splits merged in a cluster: whole clusters of `split_kv` CTAs, at least one.
+            let grid = if self.merges_in_cluster() {
+                let s = u64::from(self.split_kv);
+                (grid / s * s).max(s)
+            } else {
+                grid
+            };
+            (grid as u32, 1, 1)
         } else {
             (blocks, heads, self.split_kv)
         }
@@ -125,14 +135,28 @@ impl Geometry {
             return Err("evo_geometry[3] (split_kv) is 0; use 1 for no split".into());
         }
         if self.split_kv > 1
+            && !self.merges_in_cluster()
             && (self.combine_rows == 0 || !(1..=1024).contains(&self.combine_threads))
         {
             return Err(format!(
-                "split_kv is {} but the combine geometry (rows {}, threads {}) cannot be launched",
+                "split_kv is {} but the combine geometry (rows {}, threads {}) cannot be \
+                 launched; declare both 0 if the kernel merges its splits itself (kernels/ABI.md)",
                 self.split_kv, self.combine_rows, self.combine_threads
             ));
         }
         Ok(())
+    }
+
+    /// Whether the kernel merges its splits itself (a cluster per query block,
+    /// kernels/ABI.md "Splits merged in a cluster"): it declares a split and a combine of
+    /// 0 rows and 0 threads, and the host launches no combine and gives no workspace.
+    pub fn merges_in_cluster(&self) -> bool {
+        self.split_kv > 1 && self.combine_rows == 0 && self.combine_threads == 0
+    }
+
+    /// Whether a combine kernel follows the forward one.
+    pub fn has_combine(&self) -> bool {
+        self.split_kv > 1 && !self.merges_in_cluster()
     }
 }
 
@@ -324,13 +348,37 @@ mod tests {
         let ok = Geometry::from_ints(&[64, 128, 40960, 1, 0, 0]).unwrap();
         assert!(ok.check(227 * 1024).is_ok());
         assert!(ok.check(32 * 1024).unwrap_err().contains("smem_bytes"));
-        let split = Geometry::from_ints(&[64, 128, 0, 4, 0, 0]).unwrap();
+        let split = Geometry::from_ints(&[64, 128, 0, 4, 4, 0]).unwrap();
         assert!(split.check(227 * 1024).unwrap_err().contains("combine"));
+        let combined = Geometry::from_ints(&[64, 128, 0, 4, 4, 128]).unwrap();
+        assert!(combined.check(227 * 1024).is_ok());
+        assert!(combined.has_combine() && !combined.merges_in_cluster());
+        // A combine of 0 rows and 0 threads: the kernel merges its splits itself.
+        let cluster = Geometry::from_ints(&[64, 128, 0, 4, 0, 0]).unwrap();
+        assert!(cluster.check(227 * 1024).is_ok());
+        assert!(cluster.merges_in_cluster() && !cluster.has_combine());
+        assert!(!ok.merges_in_cluster() && !ok.has_combine());
         assert!(Geometry::from_ints(&[64, -1, 0, 1, 0, 0])
             .unwrap_err()
             .contains("threads_per_block"));
         let zero = Geometry::from_ints(&[64, 128, 0, 0, 0, 0]).unwrap();
         assert!(zero.check(1 << 20).unwrap_err().contains("split_kv"));
+    }
+
+    #[test]
+    fn a_persistent_grid_of_cluster_merged_splits_is_whole_clusters() {
+        // B1 H8 L512 with 64-row blocks and 4 splits: 8 x 8 x 4 = 256 tiles.
+        let p: Problem = "1,8,512,512,64,f16".parse().unwrap();
+        let mut g = Geometry::from_ints(&[64, 256, 0, 4, 0, 0]).unwrap();
+        assert_eq!(g.fwd_grid(&p), (8, 8, 4));
+        for (cap, grid) in [(132, 132), (130, 128), (1000, 256), (3, 4), (1, 4)] {
+            g.persistent_grid = cap;
+            assert_eq!(g.fwd_grid(&p), (grid, 1, 1), "cap {cap}");
+        }
+        // With a combine kernel the cap is the grid, whatever the split.
+        let mut k = Geometry::from_ints(&[64, 256, 0, 4, 4, 128]).unwrap();
+        k.persistent_grid = 130;
+        assert_eq!(k.fwd_grid(&p), (130, 1, 1));
     }
 
     /// The Hopper template loads a row of D elements as ceil(D / 64) boxes of 64 columns

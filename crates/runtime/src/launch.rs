@@ -194,10 +194,11 @@ impl AttentionModule {
     }
 
     /// The workspace this kernel needs for `p` (floats of `ws_o` and `ws_lse`); none
-    /// without a split.
+    /// without a split, or when the kernel merges its splits in a cluster.
     pub fn workspace_len(&self, p: &Problem) -> Option<(usize, usize)> {
-        let splits = self.geometry().split_kv;
-        (splits > 1).then(|| workspace_len(&self.launch_view(p), splits))
+        let g = self.geometry();
+        g.has_combine()
+            .then(|| workspace_len(&self.launch_view(p), g.split_kv))
     }
 
     /// Encodes Q, K and V's tensor maps when the kernel loads through the copy engine.

@@ -125,7 +125,7 @@ impl AttentionModule {
         geometry
             .check(max_smem_optin)
             .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
-        let combine = if geometry.split_kv > 1 {
+        let combine = if geometry.has_combine() {
             Some(function(&module, name, ENTRY_COMBINE)?)
         } else {
             None
@@ -245,7 +245,8 @@ impl AttentionModule {
         &self.fwd
     }
 
-    /// `evo_attention_combine`, when the kernel splits the keys (`split_kv > 1`).
+    /// `evo_attention_combine`, when the kernel splits the keys (`split_kv > 1`) and
+    /// does not merge the splits itself.
     pub fn combine(&self) -> Option<&CudaFunction> {
         self.combine.as_ref()
     }
