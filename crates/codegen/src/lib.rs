@@ -60,8 +60,9 @@ pub fn template_source() -> &'static str {
     )
 }
 
-/// The Hopper template's text (the mask rules and the cluster merge first, the combine
-/// last), as it was when this binary was built.
+/// The Hopper template's text (the mask rules and the cluster merge first, then the
+/// template's three files: configuration and building blocks, the roles, the kernel; the
+/// combine last), as it was when this binary was built.
 pub fn hopper_template_source() -> &'static str {
     concat!(
         include_str!("../../../kernels/mask.cuh"),
@@ -69,6 +70,10 @@ pub fn hopper_template_source() -> &'static str {
         include_str!("../../../kernels/cluster.cuh"),
         "#line 1 \"kernels/attention_sm90.cu\"\n",
         include_str!("../../../kernels/attention_sm90.cu"),
+        "#line 1 \"kernels/attention_sm90_roles.cuh\"\n",
+        include_str!("../../../kernels/attention_sm90_roles.cuh"),
+        "#line 1 \"kernels/attention_sm90_kernel.cuh\"\n",
+        include_str!("../../../kernels/attention_sm90_kernel.cuh"),
         "#line 1 \"kernels/combine.cuh\"\n",
         include_str!("../../../kernels/combine.cuh")
     )
