@@ -48,13 +48,18 @@ pub const MASK_PATH: &str = "kernels/mask.cuh";
 // after its configuration (it reads the element type, `kD` and the split), behind a
 // `#line` of its own.
 
-/// The Ampere template's text (the mask rules first, the combine last), as it was when
-/// this binary was built.
+/// The Ampere template's text (the mask rules first, then the template's three files:
+/// configuration and staging, the compute paths, the kernel; the combine last), as it
+/// was when this binary was built.
 pub fn template_source() -> &'static str {
     concat!(
         include_str!("../../../kernels/mask.cuh"),
         "#line 1 \"kernels/attention.cu\"\n",
         include_str!("../../../kernels/attention.cu"),
+        "#line 1 \"kernels/attention_paths.cuh\"\n",
+        include_str!("../../../kernels/attention_paths.cuh"),
+        "#line 1 \"kernels/attention_kernel.cuh\"\n",
+        include_str!("../../../kernels/attention_kernel.cuh"),
         "#line 1 \"kernels/combine.cuh\"\n",
         include_str!("../../../kernels/combine.cuh")
     )
