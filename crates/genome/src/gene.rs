@@ -1,10 +1,12 @@
 //! The genes by name ([`Gene`]): the generic view the mutator, crossover and the
 //! enumerator use, with each gene's alleles as written in TOML and the family it
-//! applies to. The typed genes themselves are in [`crate::genes`].
+//! applies to, and a genome read and written through it ([`Genome::allele_index`],
+//! [`Genome::with_allele`]). The typed genes themselves are in [`crate::genes`].
 
 use crate::genes::{
-    BlockN, ConsumerWgs, ExpFn, Family, HopperLoad, KvLoad, Math, MinBlocks, Overlap, ProducerRegs,
-    ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps,
+    BlockN, ConsumerWgs, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks, Overlap,
+    ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
+    VecBytes, Warps,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -201,5 +203,99 @@ impl Gene {
 impl fmt::Display for Gene {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+fn index_of<T: PartialEq>(all: &[T], v: &T) -> usize {
+    all.iter()
+        .position(|a| a == v)
+        .expect("every allele is listed in ALL")
+}
+
+impl Genome {
+    /// The allele index of one gene (position in that gene's allele list).
+    pub fn allele_index(&self, gene: Gene) -> usize {
+        match gene {
+            Gene::QkMath => index_of(Math::ALL, &self.qk_math),
+            Gene::PvMath => index_of(Math::ALL, &self.pv_math),
+            Gene::PPath => index_of(Residence::ALL, &self.p_path),
+            Gene::OAccum => index_of(Residence::ALL, &self.o_accum),
+            Gene::BlockM => index_of(Tile::ALL, &self.block_m),
+            Gene::BlockN => index_of(BlockN::ALL, &self.block_n),
+            Gene::Warps => index_of(Warps::ALL, &self.warps),
+            Gene::ProducerWarps => index_of(ProducerWarps::ALL, &self.producer_warps),
+            Gene::KvLoad => index_of(KvLoad::ALL, &self.kv_load),
+            Gene::Stages => index_of(Stages::ALL, &self.stages),
+            Gene::SmemLayout => index_of(SmemLayout::ALL, &self.smem_layout),
+            Gene::VecBytes => index_of(VecBytes::ALL, &self.vec_bytes),
+            Gene::Exp => index_of(ExpFn::ALL, &self.exp),
+            Gene::SplitKv => index_of(SplitKv::ALL, &self.split_kv),
+            Gene::RegCap => index_of(RegCap::ALL, &self.reg_cap),
+            Gene::MinBlocks => index_of(MinBlocks::ALL, &self.min_blocks),
+            Gene::Family => index_of(Family::ALL, &self.family),
+            Gene::ConsumerWgs => index_of(ConsumerWgs::ALL, &self.consumer_wgs),
+            Gene::HopperLoad => index_of(HopperLoad::ALL, &self.hopper_load),
+            Gene::ProducerRegs => index_of(ProducerRegs::ALL, &self.producer_regs),
+            Gene::Pingpong => index_of(Switch::ALL, &self.pingpong),
+            Gene::SoftmaxOverlap => index_of(Overlap::ALL, &self.softmax_overlap),
+            Gene::Persistent => index_of(Switch::ALL, &self.persistent),
+            Gene::PackGqa => index_of(Switch::ALL, &self.pack_gqa),
+            Gene::ClusterCombine => index_of(Switch::ALL, &self.cluster_combine),
+        }
+    }
+
+    /// A copy with one gene set to the allele at `index`.
+    ///
+    /// # Panics
+    /// If `index >= gene.allele_count()`: callers draw indices from that count.
+    pub fn with_allele(&self, gene: Gene, index: usize) -> Genome {
+        let mut g = *self;
+        match gene {
+            Gene::QkMath => g.qk_math = Math::ALL[index],
+            Gene::PvMath => g.pv_math = Math::ALL[index],
+            Gene::PPath => g.p_path = Residence::ALL[index],
+            Gene::OAccum => g.o_accum = Residence::ALL[index],
+            Gene::BlockM => g.block_m = Tile::ALL[index],
+            Gene::BlockN => g.block_n = BlockN::ALL[index],
+            Gene::Warps => g.warps = Warps::ALL[index],
+            Gene::ProducerWarps => g.producer_warps = ProducerWarps::ALL[index],
+            Gene::KvLoad => g.kv_load = KvLoad::ALL[index],
+            Gene::Stages => g.stages = Stages::ALL[index],
+            Gene::SmemLayout => g.smem_layout = SmemLayout::ALL[index],
+            Gene::VecBytes => g.vec_bytes = VecBytes::ALL[index],
+            Gene::Exp => g.exp = ExpFn::ALL[index],
+            Gene::SplitKv => g.split_kv = SplitKv::ALL[index],
+            Gene::RegCap => g.reg_cap = RegCap::ALL[index],
+            Gene::MinBlocks => g.min_blocks = MinBlocks::ALL[index],
+            Gene::Family => g.family = Family::ALL[index],
+            Gene::ConsumerWgs => g.consumer_wgs = ConsumerWgs::ALL[index],
+            Gene::HopperLoad => g.hopper_load = HopperLoad::ALL[index],
+            Gene::ProducerRegs => g.producer_regs = ProducerRegs::ALL[index],
+            Gene::Pingpong => g.pingpong = Switch::ALL[index],
+            Gene::SoftmaxOverlap => g.softmax_overlap = Overlap::ALL[index],
+            Gene::Persistent => g.persistent = Switch::ALL[index],
+            Gene::PackGqa => g.pack_gqa = Switch::ALL[index],
+            Gene::ClusterCombine => g.cluster_combine = Switch::ALL[index],
+        }
+        g
+    }
+
+    /// The allele of one gene as written in TOML.
+    pub fn allele_label(&self, gene: Gene) -> String {
+        gene.allele_labels().swap_remove(self.allele_index(gene))
+    }
+
+    /// All allele indices in canonical gene order.
+    pub fn allele_indices(&self) -> [usize; GENES] {
+        Gene::ALL.map(|g| self.allele_index(g))
+    }
+
+    /// Builds a genome from allele indices in canonical gene order.
+    pub fn from_allele_indices(indices: [usize; GENES]) -> Genome {
+        let mut g = Genome::baseline();
+        for (gene, idx) in Gene::ALL.into_iter().zip(indices) {
+            g = g.with_allele(gene, idx);
+        }
+        g
     }
 }

@@ -253,11 +253,12 @@ fn a_steady_wall_budget_starts_no_evaluation_after_the_deadline() {
 
 #[test]
 fn steady_settings_are_checked() {
-    let steady = GOOD.replace("elites = 2", "elites = 2\nsteady = true\nin_flight = 12");
-    let c = write_config(&steady).unwrap();
+    let steady =
+        super::config::GOOD.replace("elites = 2", "elites = 2\nsteady = true\nin_flight = 12");
+    let c = super::config::write_config(&steady).unwrap();
     assert!(c.evolutionary.steady);
     assert_eq!(c.evolutionary.in_flight, Some(12));
-    let err = |text: &str| write_config(text).unwrap_err().to_string();
+    let err = |text: &str| super::config::write_config(text).unwrap_err().to_string();
     assert!(
         err(&steady.replace("steady = true", "steady = true\npipeline = true"))
             .contains("field `evolutionary.steady`: steady = true and pipeline = true"),
