@@ -226,6 +226,10 @@ impl SmemPlan {
     }
 }
 
+/// Hopper `cluster_combine`: the splits a cluster can merge (with one there is nothing
+/// to merge; 8 CTAs is the portable cluster limit).
+pub const CLUSTER_SPLITS: std::ops::RangeInclusive<u32> = 2..=8;
+
 /// Hopper `cluster_combine` (the template's `kernels/cluster.cuh`): each CTA of a
 /// cluster of S = `split_kv` finalises a slice of ceil(D/8 / S) 8-column groups of O,
 /// and receives from each of the S - 1 other CTAs, per consumer thread, a 16-byte
@@ -234,7 +238,10 @@ impl SmemPlan {
 pub fn cluster_exchange_bytes(g: &Genome, head_dim: HeadDim) -> u32 {
     let s = g.split_kv.get();
     // Off, or a split no cluster holds (rule `cluster_combine_splits` says so): none.
-    if g.family != Family::Hopper || g.cluster_combine == Switch::Off || !(2..=8).contains(&s) {
+    if g.family != Family::Hopper
+        || g.cluster_combine == Switch::Off
+        || !CLUSTER_SPLITS.contains(&s)
+    {
         return 0;
     }
     let groups = (head_dim.get() / 8).div_ceil(s);
@@ -341,7 +348,7 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
                 fix: "set persistent = \"on\", or softmax_overlap = \"on\"".into(),
             });
         }
-        if g.cluster_combine == Switch::On && !(2..=8).contains(&g.split_kv.get()) {
+        if g.cluster_combine == Switch::On && !CLUSTER_SPLITS.contains(&g.split_kv.get()) {
             out.push(Violation {
                 rule: Rule::ClusterCombineSplits,
                 detail: format!("cluster_combine = \"on\" with split_kv = {}", g.split_kv),

@@ -134,8 +134,7 @@ impl Geometry {
         if self.split_kv == 0 {
             return Err("evo_geometry[3] (split_kv) is 0; use 1 for no split".into());
         }
-        if self.split_kv > 1
-            && !self.merges_in_cluster()
+        if self.has_combine()
             && (self.combine_rows == 0 || !(1..=1024).contains(&self.combine_threads))
         {
             return Err(format!(
