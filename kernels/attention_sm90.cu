@@ -74,6 +74,9 @@ constexpr bool kChained = EVO_OVERLAP == 2;
 // EVO_CLUSTER_COMBINE: a query block's splits are one cluster and merge in distributed
 // shared memory (kernels/cluster.cuh) instead of the combine kernel.
 constexpr bool kCluster = EVO_CLUSTER_COMBINE != 0;
+// EVO_O_DIRECT: a finished tile's O leaves from the accumulator registers (a transpose
+// inside each quad makes the stores 16 bytes a lane), not through a shared-memory staging.
+constexpr bool kDirectO = EVO_O_DIRECT != 0;
 
 // Producer / consumer registers under setmaxnreg (0: no reallocation). At launch every
 // thread holds kLaunchRegs (the launch bounds' share of the 64K register file, rounded
@@ -133,8 +136,10 @@ constexpr int kColBlocks = (kD + 63) / 64;
 constexpr int kDs = kColBlocks * 64;               // stored (and P V's N) columns
 constexpr int kQBytes = kBM * kDs * 2;
 // A persistent CTA's second Q-sized buffer: O's staging, or chained (EVO_OVERLAP 2) the
-// second Q slot, O then staged in the finished tile's slot. Otherwise O reuses Q's rows.
-constexpr int kOBytes = kPersistent ? kQBytes : 0;
+// second Q slot, O then staged in the finished tile's slot. Otherwise O reuses Q's rows,
+// or (EVO_O_DIRECT) is not staged: FlashAttention-3's 128 x 176 D128 tile with two
+// stages fits a persistent CTA only without it.
+constexpr int kOBytes = kPersistent && (kChained || !kDirectO) ? kQBytes : 0;
 constexpr int kTileBytes = kBN * kDs * 2;          // one K or one V stage
 constexpr int kBarrierBytes = 256;                  // (4 + 4 * stages + wgs) mbarriers, 8 bytes each
 constexpr int kAlignSlack = 1024;                   // the dynamic base is aligned up to 1024

@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
     // D96 without TMA: the pads the producer never writes are zeroed once, made visible
     // to wgmma (async proxy), and ordered before every load by the __syncthreads below.
     zero_pad(sm.q, kBM);
-    if (kPersistent) zero_pad(sm.o, kBM);
+    if (kOBytes) zero_pad(sm.o, kBM);
     for (int s = 0; s < kStages; ++s) {
       zero_pad(sm.k(s), kBN);
       zero_pad(sm.v(s), kBN);
@@ -202,6 +202,40 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
           const float lse = f.m[i] + logf(f.l[i]);
 #endif
           ws_lse[at] = f.l[i] > 0.0f ? lse : neg_inf();
+        }
+      }
+      return;
+    }
+    if (kDirectO) {
+      // From the registers, without shared memory. Lane q of a quad holds columns
+      // 8j + 2q, +1 of its rows for every 8-column group j; a 4 x 4 transpose inside the
+      // quad (two exchanges, partners q ^ 2 then q ^ 1) gives lane q all 8 columns of
+      // group 4g + q, so each lane stores 16 bytes and a quad 64 contiguous bytes of a row.
+      const int hb = quad >> 1, lb = quad & 1;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int rr = f.wg_row0 + warp * 16 + lane / 4 + 8 * i;
+        const float inv = f.l[i] > 0.0f ? 1.0f / f.l[i] : 0.0f;
+        elem_t* out = O + ((size_t)w.bh * Lq + rr) * kD + 8 * quad;
+#pragma unroll
+        for (int g = 0; g < kD / 32; ++g) {
+          uint32_t a[4];
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj)
+            a[jj] = pack(o[4 * (4 * g + jj) + 2 * i] * inv, o[4 * (4 * g + jj) + 2 * i + 1] * inv);
+          // Partner q ^ 2: keep groups 2 hb, 2 hb + 1, take the partner's of those.
+          const uint32_t k0 = hb ? a[2] : a[0], k1 = hb ? a[3] : a[1];
+          const uint32_t r0 = __shfl_xor_sync(0xffffffff, hb ? a[0] : a[2], 2);
+          const uint32_t r1 = __shfl_xor_sync(0xffffffff, hb ? a[1] : a[3], 2);
+          // Partner q ^ 1: keep group 2 hb + lb = q; x[s ^ q] is lane s's pair of it.
+          const uint32_t x0 = lb ? k1 : k0, x2 = lb ? r1 : r0;
+          const uint32_t x1 = __shfl_xor_sync(0xffffffff, lb ? k0 : k1, 1);
+          const uint32_t x3 = __shfl_xor_sync(0xffffffff, lb ? r0 : r1, 1);
+          const uint32_t lo0 = lb ? x1 : x0, lo1 = lb ? x0 : x1;  // x[lb], x[lb ^ 1]
+          const uint32_t hi0 = lb ? x3 : x2, hi1 = lb ? x2 : x3;  // x[2 + lb], x[2 + (lb ^ 1)]
+          const uint4 v = make_uint4(hb ? hi0 : lo0, hb ? hi1 : lo1, hb ? lo0 : hi0,
+                                     hb ? lo1 : hi1);
+          if (rr < w.row_end) *reinterpret_cast<uint4*>(out + 32 * g) = v;
         }
       }
       return;

@@ -6,7 +6,7 @@
 //! the derived sizes) so that option lists, logs and snapshots are stable.
 
 use evo_genome::{
-    Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad, Math, Overlap, Residence,
+    Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad, Math, OStore, Overlap, Residence,
     SmemLayout, Switch,
 };
 use std::fmt;
@@ -115,7 +115,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         Overlap::On => 1,
         Overlap::Chained => 2,
     };
-    let list: [(&str, u32); 16] = [
+    let list: [(&str, u32); 17] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
         ("EVO_BLOCK_N", g.block_n.get()),
@@ -134,6 +134,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
             "EVO_CLUSTER_COMBINE",
             u32::from(g.cluster_combine == Switch::On),
         ),
+        ("EVO_O_DIRECT", u32::from(g.o_store == OStore::Direct)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(

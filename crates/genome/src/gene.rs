@@ -4,7 +4,7 @@
 //! [`Genome::with_allele`]). The typed genes themselves are in [`crate::genes`].
 
 use crate::genes::{
-    BlockN, ConsumerWgs, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks, Overlap,
+    BlockN, ConsumerWgs, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap,
     ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
     VecBytes, Warps,
 };
@@ -40,10 +40,11 @@ pub enum Gene {
     Persistent,
     PackGqa,
     ClusterCombine,
+    OStore,
 }
 
 /// Number of genes.
-pub const GENES: usize = 25;
+pub const GENES: usize = 26;
 
 impl Gene {
     /// All genes in canonical order.
@@ -73,6 +74,7 @@ impl Gene {
         Gene::Persistent,
         Gene::PackGqa,
         Gene::ClusterCombine,
+        Gene::OStore,
     ];
 
     /// The field name used in TOML and reports.
@@ -103,6 +105,7 @@ impl Gene {
             Gene::Persistent => "persistent",
             Gene::PackGqa => "pack_gqa",
             Gene::ClusterCombine => "cluster_combine",
+            Gene::OStore => "o_store",
         }
     }
 
@@ -129,6 +132,7 @@ impl Gene {
                 | Gene::Persistent
                 | Gene::PackGqa
                 | Gene::ClusterCombine
+                | Gene::OStore
         )
     }
 
@@ -146,7 +150,8 @@ impl Gene {
             | Gene::Pingpong
             | Gene::SoftmaxOverlap
             | Gene::Persistent
-            | Gene::ClusterCombine => family == Family::Hopper,
+            | Gene::ClusterCombine
+            | Gene::OStore => family == Family::Hopper,
             _ => family == Family::Ampere,
         }
     }
@@ -196,6 +201,7 @@ impl Gene {
                 labels(Switch::ALL)
             }
             Gene::SoftmaxOverlap => labels(Overlap::ALL),
+            Gene::OStore => labels(OStore::ALL),
         }
     }
 }
@@ -241,6 +247,7 @@ impl Genome {
             Gene::Persistent => index_of(Switch::ALL, &self.persistent),
             Gene::PackGqa => index_of(Switch::ALL, &self.pack_gqa),
             Gene::ClusterCombine => index_of(Switch::ALL, &self.cluster_combine),
+            Gene::OStore => index_of(OStore::ALL, &self.o_store),
         }
     }
 
@@ -276,6 +283,7 @@ impl Genome {
             Gene::Persistent => g.persistent = Switch::ALL[index],
             Gene::PackGqa => g.pack_gqa = Switch::ALL[index],
             Gene::ClusterCombine => g.cluster_combine = Switch::ALL[index],
+            Gene::OStore => g.o_store = OStore::ALL[index],
         }
         g
     }

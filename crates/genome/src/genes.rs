@@ -305,6 +305,10 @@ pub struct Genome {
     /// storing a slice of the columns; no combine kernel and no global workspace.
     #[serde(default, skip_serializing_if = "is_default")]
     pub cluster_combine: Switch,
+    /// Hopper: how a finished tile's O reaches global memory ([`OStore`]); `direct`
+    /// frees the persistent grid's O staging buffer for wider K/V tiles.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub o_store: OStore,
 }
 
 // The gene macros own the enum's derives; its default is the value a file written
@@ -337,6 +341,27 @@ categorical! {
 impl Default for Overlap {
     fn default() -> Overlap {
         Overlap::Off
+    }
+}
+
+categorical! {
+    /// Hopper: the epilogue's path for O / l (one split; split and cluster-merging
+    /// kernels write their shares directly either way).
+    OStore {
+        /// Staged in swizzled shared memory, then stored in whole 16-byte chunks of a row:
+        /// in the warpgroup's Q rows, or, persistent, in a Q-sized buffer of its own.
+        Staged => "staged",
+        /// Stored from the accumulator registers, 16 bytes a lane after a transpose inside
+        /// each quad (shuffles); no staging buffer.
+        Direct => "direct",
+    }
+}
+
+// The enum's derives are the `categorical!` macro's, which has no `Default`.
+#[allow(clippy::derivable_impls)]
+impl Default for OStore {
+    fn default() -> OStore {
+        OStore::Staged
     }
 }
 
@@ -523,6 +548,7 @@ impl Genome {
             persistent: Switch::Off,
             pack_gqa: Switch::Off,
             cluster_combine: Switch::Off,
+            o_store: OStore::Staged,
         }
     }
 }

@@ -19,8 +19,8 @@ pub mod target;
 
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
-    BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, Overlap,
-    ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
+    BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore,
+    Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
     VecBytes, Warps, GENES,
 };
 pub use problem::{Dtype, HeadDim, MaskAlign, MaskArgs, Problem, SPEC_FORM};
@@ -60,6 +60,7 @@ impl Genome {
                 Gene::Persistent => self.persistent == Switch::Off,
                 Gene::PackGqa => self.pack_gqa == Switch::Off,
                 Gene::ClusterCombine => self.cluster_combine == Switch::Off,
+                Gene::OStore => self.o_store == OStore::Staged,
                 _ => false,
             };
             if implied {
@@ -94,7 +95,7 @@ impl Genome {
     pub fn summary(&self) -> String {
         if self.family == Family::Hopper {
             return format!(
-                "hopper wgmma {}x{} wg{} {} s{} {} split{}{} regs:{} pingpong:{} overlap:{}",
+                "hopper wgmma {}x{} wg{} {} s{} {} split{}{} regs:{} pingpong:{} overlap:{}{}",
                 self.rows_per_cta(),
                 self.block_n,
                 self.consumer_wgs,
@@ -109,7 +110,12 @@ impl Genome {
                 },
                 self.allele_label(Gene::ProducerRegs),
                 self.pingpong,
-                self.softmax_overlap
+                self.softmax_overlap,
+                if self.o_store == OStore::Direct {
+                    " o:direct"
+                } else {
+                    ""
+                }
             );
         }
         format!(

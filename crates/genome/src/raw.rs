@@ -3,7 +3,7 @@
 
 use crate::genes::{
     producer_regs_serde, reg_cap_serde, BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome,
-    HopperLoad, KvLoad, Math, MinBlocks, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence,
+    HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence,
     SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps,
 };
 use serde::Deserialize;
@@ -46,6 +46,8 @@ pub(crate) struct RawGenome {
     pack_gqa: Switch,
     #[serde(default)]
     cluster_combine: Switch,
+    #[serde(default)]
+    o_store: OStore,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +134,7 @@ impl TryFrom<RawGenome> for Genome {
             persistent: r.persistent,
             pack_gqa: r.pack_gqa,
             cluster_combine: r.cluster_combine,
+            o_store: r.o_store,
         })
     }
 }

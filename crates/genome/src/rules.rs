@@ -6,7 +6,7 @@
 //! is named, explains itself, and says how to fix the genome. Anything the
 //! template merely lacks is a template bug, never a rule.
 
-use crate::genes::{ConsumerWgs, Family, Genome, Math, Overlap, Residence, SmemLayout, Switch};
+use crate::genes::{ConsumerWgs, Family, Genome, Math, OStore, Overlap, Residence, SmemLayout, Switch};
 use crate::problem::HeadDim;
 use crate::target::Target;
 use serde::{Deserialize, Serialize};
@@ -188,8 +188,8 @@ impl SmemPlan {
                 // A persistent CTA holds a second Q-sized buffer: O staged apart from Q,
                 // so the next tile's Q can land while this tile's O is stored, or with
                 // chained overlap the next tile's Q (O then reuses the finished tile's Q
-                // slot). Otherwise O reuses Q's rows.
-                o: if g.persistent == Switch::On { q } else { 0 },
+                // slot). Otherwise O reuses Q's rows, or is not staged (`o_store`).
+                o: if hopper_second_q_buffer(g) { q } else { 0 },
                 exchange: cluster_exchange_bytes(g, head_dim),
             };
         }
@@ -224,6 +224,13 @@ impl SmemPlan {
     pub fn total(&self) -> u32 {
         self.q + self.kv + self.s_p + self.stats + self.o + self.exchange
     }
+}
+
+/// Hopper: whether a persistent CTA holds a second Q-sized buffer, for O's staging or,
+/// chained, for the next tile's Q (the template's `kOBytes`).
+pub fn hopper_second_q_buffer(g: &Genome) -> bool {
+    g.persistent == Switch::On
+        && (g.o_store == OStore::Staged || g.softmax_overlap == Overlap::Chained)
 }
 
 /// Hopper `cluster_combine`: the splits a cluster can merge (with one there is nothing
@@ -499,9 +506,15 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                 target.smem_per_block()
             ),
             fix: if g.family == Family::Hopper {
-                "lower stages, block_n or consumer_wgs, or set persistent = \"off\" \
-                 (or cluster_combine = \"off\")"
-                    .into()
+                format!(
+                    "lower stages, block_n or consumer_wgs, or set {}persistent = \"off\" \
+                     (or cluster_combine = \"off\")",
+                    if hopper_second_q_buffer(g) && g.o_store == OStore::Staged {
+                        "o_store = \"direct\" or "
+                    } else {
+                        ""
+                    }
+                )
             } else {
                 "lower stages, block_n or block_m, or move P (p_path) / O (o_accum) to \"regs\""
                     .into()
