@@ -1,5 +1,5 @@
 #!/bin/bash
-# Run R2: the record of run-r1.sh again, on the H100 (R1 was given an H200: its record is
+# Run R2: the record of run-r1.sh again, on the H100 (R1 ran on an H200: its record is
 # kept in r1-h200/, its GPU checks in t1/). `evo bench --champions genomes/champions/h100
 # --record --cold-l2`, f16, SDPA beside each, then bf16 without SDPA. Needs
 # target/record/evo.xz (`cargo build --release`) built from the commit that adds this

@@ -6,8 +6,8 @@
 
 use evo_codegen::*;
 use evo_genome::{
-    space, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad, Math, ProducerRegs,
-    RegCap, SplitKv, Switch, Target, VecBytes,
+    space, BlockN, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad, Math, OStore,
+    ProducerRegs, RegCap, SplitKv, Stages, Switch, Target, VecBytes,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -117,6 +117,15 @@ fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
             cluster,
             ptx.contains("st.async.shared::cluster.mbarrier::complete_tx::bytes"),
         );
+        // One split and no cluster merge: O leaves through the staging (read back with
+        // ld.shared.v4) or from the registers.
+        if g.split_kv == SplitKv::K1 && !cluster {
+            expect(
+                "O read back from its shared-memory staging, ld.shared.v4 (o_store = staged)",
+                g.o_store == OStore::Staged,
+                ptx.contains("ld.shared.v4"),
+            );
+        }
         expect(
             "the evo_tensor_maps constant (hopper_load = tma)",
             g.hopper_load == HopperLoad::Tma,
@@ -375,6 +384,25 @@ fn nvrtc_sweep_hopper_alleles() {
                 if cluster.is_valid(d, Target::Sm90) {
                     jobs.push((cluster, d, dtype, Target::Sm90));
                 }
+            }
+        }
+    }
+    // `o_store = "direct"` on a persistent grid, where it frees O's buffer: fa3 persistent
+    // at every head dim that fits, and FlashAttention-3's 128 x 176 and 128 x 192 D128
+    // tiles with two stages, which fit only so.
+    for block_n in [fa3.genes.block_n, BlockN::N176, BlockN::N192] {
+        let direct = evo_genome::Genome {
+            persistent: Switch::On,
+            o_store: OStore::Direct,
+            block_n,
+            stages: Stages::S2,
+            producer_regs: ProducerRegs::R24,
+            ..fa3.genes
+        };
+        for d in HeadDim::ALL {
+            let dtype = Dtype::ALL[d.get() as usize / 32 % 2];
+            if direct.is_valid(d, Target::Sm90) {
+                jobs.push((direct, d, dtype, Target::Sm90));
             }
         }
     }

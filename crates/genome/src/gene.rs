@@ -4,9 +4,9 @@
 //! [`Genome::with_allele`]). The typed genes themselves are in [`crate::genes`].
 
 use crate::genes::{
-    BlockN, ConsumerWgs, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap,
-    ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
-    VecBytes, Warps,
+    BlockN, ConsumerWgs, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore,
+    Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch,
+    Tile, VecBytes, Warps,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;

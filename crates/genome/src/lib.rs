@@ -20,8 +20,8 @@ pub mod target;
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
     BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore,
-    Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile,
-    VecBytes, Warps, GENES,
+    Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch,
+    Tile, VecBytes, Warps, GENES,
 };
 pub use problem::{Dtype, HeadDim, MaskAlign, MaskArgs, Problem, SPEC_FORM};
 pub use rules::{Rule, SmemPlan, Violation};

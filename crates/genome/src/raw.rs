@@ -3,8 +3,8 @@
 
 use crate::genes::{
     producer_regs_serde, reg_cap_serde, BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome,
-    HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence,
-    SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps,
+    HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps, RegCap,
+    Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps,
 };
 use serde::Deserialize;
 

@@ -6,7 +6,9 @@
 //! is named, explains itself, and says how to fix the genome. Anything the
 //! template merely lacks is a template bug, never a rule.
 
-use crate::genes::{ConsumerWgs, Family, Genome, Math, OStore, Overlap, Residence, SmemLayout, Switch};
+use crate::genes::{
+    ConsumerWgs, Family, Genome, Math, OStore, Overlap, Residence, SmemLayout, Switch,
+};
 use crate::problem::HeadDim;
 use crate::target::Target;
 use serde::{Deserialize, Serialize};
