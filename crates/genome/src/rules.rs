@@ -511,7 +511,13 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                 format!(
                     "lower stages, block_n or consumer_wgs, or set {}persistent = \"off\" \
                      (or cluster_combine = \"off\")",
-                    if hopper_second_q_buffer(g) && g.o_store == OStore::Staged {
+                    // Only where the direct store would free the buffer (not chained).
+                    if hopper_second_q_buffer(g)
+                        && !hopper_second_q_buffer(&Genome {
+                            o_store: OStore::Direct,
+                            ..*g
+                        })
+                    {
                         "o_store = \"direct\" or "
                     } else {
                         ""

@@ -77,6 +77,15 @@ fn the_wide_d128_tiles_fit_a_persistent_cta_only_with_a_direct_store() {
     assert_eq!(failed(&too_wide, d), vec![Rule::SharedMemory]);
     let v = &too_wide.violations(d, Target::Sm90)[0];
     assert!(!v.fix.contains("o_store"), "{v}");
+    // Chained, the buffer is the next tile's Q slot, which a direct store keeps: the fix
+    // does not offer it either.
+    let chained = Genome {
+        softmax_overlap: Overlap::Chained,
+        ..persistent(BlockN::N208, OStore::Staged)
+    };
+    let v = &chained.violations(d, Target::Sm90)[0];
+    assert_eq!(v.rule, Rule::SharedMemory);
+    assert!(!v.fix.contains("o_store"), "{v}");
 }
 
 #[test]
