@@ -1,0 +1,47 @@
+#!/bin/bash
+# Runs S<n>: one long search per named anchors row over today's template (both families, all
+# 26 genes), seeded with the class's champion first, then the champions of its neighbour
+# classes (same head dim) and the named genomes; its champion (`evo champions`) then timed
+# against the class's recorded champion with SDPA beside them, warm and cold L2.
+# Nothing is replaced here: a champion that differs from the class's and is faster warm and
+# cold is copied into genomes/champions/h100 by the commit that records this run.
+# Needs target/record/evo.xz, built from the commit that adds this script.
+# Usage (repository root): bash experiments/2026-11-26-h100-long-searches/run-search.sh RUN ROW MINUTES [ROW MINUTES]
+#   ROW: l4096c (B2 H16 L4096 D128 causal), l8192 (B1 H16 L8192 D128), l4096 (B2 H16 L4096 D128)
+# Output: $OUT/RUN.tgz (each search folder, its champion and bench).
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64
+C=genomes/champions/h100
+run=$1; shift
+R=$OUT/$run; mkdir -p $R
+E=target/record/evo
+python3 -c "import lzma;open('$E','wb').write(lzma.open('$E.xz').read())" && chmod +x $E
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv; } > $R/info.txt 2>&1
+while [ $# -ge 2 ]; do
+  row=$1 minutes=$2; shift 2
+  case $row in
+  l4096c) P=2,16,4096,4096,128,f16,causal; cls=b2-h16-l4096-d128-causal
+    near="b2-h16-l4096-d128 b1-h32kv8-l4096-d128-causal b1-h16-l8192-d128" ;;
+  l8192) P=1,16,8192,8192,128,f16; cls=b1-h16-l8192-d128
+    near="b2-h16-l4096-d128 b2-h16-l4096-d128-causal b1-h32kv8-l4096-d128-causal" ;;
+  l4096) P=2,16,4096,4096,128,f16; cls=b2-h16-l4096-d128
+    near="b1-h16-l8192-d128 b2-h16-l4096-d128-causal b1-h32kv8-l4096-d128-causal" ;;
+  *) echo "unknown row $row"; exit 2 ;;
+  esac
+  seeds=$R/seeds-$row; mkdir -p $seeds
+  cp $C/$cls.toml $seeds/0-$cls.toml
+  for n in $near; do cp $C/$n.toml $seeds/1-$n.toml; done
+  cp genomes/*.toml $seeds/
+  echo "== evo evolve --backend gpu --problem $P --minutes $minutes --genomes seeds-$row --experiment search-$row --quiet" > $R/search-$row.txt
+  timeout $(( ${minutes%.*} * 60 + 90 )) $E evolve --backend gpu --problem $P --minutes $minutes --genomes $seeds \
+    --experiment $R/search-$row --quiet >> $R/search-$row.txt 2>&1; echo "search $row exit $?"
+  tail -3 $R/search-$row.txt
+  $E champions $R/search-$row --out $R/champion-$row > $R/champions-$row.txt 2>&1; echo "champions $row exit $?"
+  sed -i "s/^name = .*/name = \"$run-$row-$cls\"/" $R/champion-$row/$cls.toml
+  echo "== evo bench CHAMPION $C/$cls.toml --problem $P --cold-l2 --json bench-$row.json" > $R/bench-$row.txt
+  timeout 120 $E bench $R/champion-$row/$cls.toml $C/$cls.toml --problem $P --cold-l2 --json $R/bench-$row.json >> $R/bench-$row.txt 2>&1
+  echo "bench $row exit $?"
+  python3 scripts/bench_best.py $R/bench-$row.json
+  gzip -9 $R/search-$row/evaluations.jsonl $R/search-$row/lineage.json
+done
+cd $OUT && tar czf $run.tgz $run && rm -rf $run
