@@ -6,8 +6,10 @@
 # Nothing is replaced here: a champion that differs from the class's and is faster warm and
 # cold is copied into genomes/champions/h100 by the commit that records this run.
 # Needs target/record/evo.xz, built from the commit that adds this script.
-# Usage (repository root): bash experiments/2026-11-26-h100-long-searches/run-search.sh RUN ROW MINUTES [ROW MINUTES]
+# Usage (repository root): bash experiments/2026-11-26-h100-long-searches/run-search.sh RUN ROW[:FROM] MINUTES [ROW[:FROM] MINUTES]
 #   ROW: l4096c (B2 H16 L4096 D128 causal), l8192 (B1 H16 L8192 D128), l4096 (B2 H16 L4096 D128)
+#   FROM: an earlier search folder of the row to resume (`evo evolve --experiment` replays its
+#   evaluations and goes on from its population), instead of a new search.
 # Output: $OUT/RUN.tgz (each search folder, its champion and bench).
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
@@ -18,7 +20,8 @@ E=target/record/evo
 python3 -c "import lzma;open('$E','wb').write(lzma.open('$E.xz').read())" && chmod +x $E
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv; } > $R/info.txt 2>&1
 while [ $# -ge 2 ]; do
-  row=$1 minutes=$2; shift 2
+  row=${1%%:*} from=${1#*:} minutes=$2; shift 2
+  [ "$from" = "$1" ] && from=""
   case $row in
   l4096c) P=2,16,4096,4096,128,f16,causal; cls=b2-h16-l4096-d128-causal
     near="b2-h16-l4096-d128 b1-h32kv8-l4096-d128-causal b1-h16-l8192-d128" ;;
@@ -32,7 +35,11 @@ while [ $# -ge 2 ]; do
   cp $C/$cls.toml $seeds/0-$cls.toml
   for n in $near; do cp $C/$n.toml $seeds/1-$n.toml; done
   cp genomes/*.toml $seeds/
-  echo "== evo evolve --backend gpu --problem $P --minutes $minutes --genomes seeds-$row --experiment search-$row --quiet" > $R/search-$row.txt
+  if [ -n "$from" ]; then
+    cp -r $from $R/search-$row && gunzip $R/search-$row/*.gz
+    b=$(basename $from); seeds=$(dirname $from)/seeds-${b#search-}  # the resumed search's own seeds
+  fi
+  echo "== evo evolve --backend gpu --problem $P --minutes $minutes --genomes ${seeds#$R/} --experiment search-$row --quiet" > $R/search-$row.txt
   timeout $(( ${minutes%.*} * 60 + 90 )) $E evolve --backend gpu --problem $P --minutes $minutes --genomes $seeds \
     --experiment $R/search-$row --quiet >> $R/search-$row.txt 2>&1; echo "search $row exit $?"
   tail -3 $R/search-$row.txt
