@@ -20,8 +20,9 @@ E=target/record/evo
 python3 -c "import lzma;open('$E','wb').write(lzma.open('$E.xz').read())" && chmod +x $E
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv; } > $R/info.txt 2>&1
 while [ $# -ge 2 ]; do
-  row=${1%%:*} from=${1#*:} minutes=$2; shift 2
-  [ "$from" = "$1" ] && from=""
+  row=${1%%:*} from=""; minutes=$2
+  [ "$row" = "$1" ] || from=${1#*:}
+  shift 2
   case $row in
   l4096c) P=2,16,4096,4096,128,f16,causal; cls=b2-h16-l4096-d128-causal
     near="b2-h16-l4096-d128 b1-h32kv8-l4096-d128-causal b1-h16-l8192-d128" ;;
