@@ -42,7 +42,7 @@ run() {
   rc=$?
   e=$(date +%s.%N)
   echo "== $label ($shape, --gpus $gpus, rc $rc)"
-  grep -E '^(evaluating on|[0-9]+ evaluations:|champion:|  GPU [0-9]+: )' "$log"
+  grep -E '^(evaluating on|[0-9]+ evaluations:|champion:|  GPU [0-9]+: |  compiles: )' "$log"
   echo "evaluations per GPU (device_index):" \
     "$(grep -o '"device_index":[0-9]*' "$exp/evaluations.jsonl" 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
   [ "$label" = "${label#warmup}" ] || return 0

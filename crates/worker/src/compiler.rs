@@ -6,6 +6,7 @@
 use crate::cubin_cache::{compile_cached, CubinCache};
 use crate::plan::{GpuPlan, Plant};
 use crate::protocol::{VariantFile, WorkerRequest};
+use crate::tally::CompileTally;
 use evo_codegen::Toolchain;
 use evo_gates::compile::{compile_all, resources, variants_for, BuiltVariant, KernelSource};
 use evo_gates::{Case, Evaluation, Status};
@@ -27,6 +28,8 @@ pub struct BatchCompiler {
     pool: rayon::ThreadPool,
     /// Compiled variants kept across runs; none: every variant is compiled.
     pub(crate) cache: Option<Arc<CubinCache>>,
+    /// What NVRTC cost over the run, shared with the late compiles.
+    pub(crate) tally: Arc<CompileTally>,
 }
 
 impl BatchCompiler {
@@ -55,6 +58,7 @@ impl BatchCompiler {
             prepared: AtomicUsize::new(0),
             pool,
             cache,
+            tally: Arc::new(CompileTally::new()),
         }
     }
 
@@ -107,6 +111,7 @@ impl BatchCompiler {
                 self.target,
             )
         });
+        self.tally.add(&built);
         tracing::debug!(
             variants = variants.len(),
             ms = start.elapsed().as_secs_f64() * 1e3,

@@ -75,17 +75,20 @@ impl GpuEvaluator {
             )?)),
         };
         let mut runner = runner;
+        let gpus = runner.runners.len();
         let late = LateCompiler {
             toolchain: toolchain.clone(),
             target,
             cubin_dir: plan.cubin_dir.clone(),
             cache: cache.clone(),
+            tally: Arc::new(Default::default()),
         };
+        let mut compiler = BatchCompiler::new(plan, toolchain, device, target, gpus, cache);
+        // One tally for the screen's compiles and the late ones.
+        compiler.tally = late.tally.clone();
         for r in &mut runner.runners {
             r.late = Some(late.clone());
         }
-        let gpus = runner.runners.len();
-        let compiler = BatchCompiler::new(plan, toolchain, device, target, gpus, cache);
         Ok(GpuEvaluator::new(runner, compiler))
     }
 
@@ -217,6 +220,7 @@ impl Evaluator for GpuEvaluator {
 
     fn utilization(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.runner.usage().iter().map(GpuUse::line).collect();
+        lines.extend(self.compiler.tally.line(self.compiler.threads()));
         lines.extend(self.compiler.cache.as_ref().map(|c| c.line()));
         lines
     }

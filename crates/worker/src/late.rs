@@ -3,6 +3,7 @@
 use crate::compiler::{remove_files, write_variant};
 use crate::cubin_cache::{compile_cached, CubinCache};
 use crate::protocol::{VariantFile, WorkerRequest};
+use crate::tally::CompileTally;
 use evo_codegen::Toolchain;
 use evo_gates::compile::{variants_for, KernelSource};
 use evo_genome::{Dtype, HeadDim, Problem, Target};
@@ -18,6 +19,8 @@ pub struct LateCompiler {
     pub(crate) target: Target,
     pub(crate) cubin_dir: PathBuf,
     pub(crate) cache: Option<Arc<CubinCache>>,
+    /// The run's compile tally (the batch compiler's).
+    pub(crate) tally: Arc<CompileTally>,
 }
 
 impl LateCompiler {
@@ -48,6 +51,7 @@ impl LateCompiler {
             &missing,
             self.target,
         );
+        self.tally.add(&built);
         let mut files = Vec::new();
         for v in built {
             match v.result {

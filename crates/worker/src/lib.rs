@@ -24,7 +24,7 @@
 //! (`runner.rs`, one per GPU; `gpus.rs`: which GPUs, pinned how) sends a candidate to
 //! its child process (`child.rs`) and waits for the answer; a new best's full-gate
 //! variants compile in `late.rs` before its confirmation run; `usage.rs` keeps where
-//! each GPU's time went; `evaluator.rs` ties them into the search's `Evaluator`;
+//! each GPU's time went, `tally.rs` what the compiles cost; `evaluator.rs` ties them into the search's `Evaluator`;
 //! `serve.rs` is the child's side.
 
 mod ahead;
@@ -40,6 +40,7 @@ mod protocol;
 mod runner;
 mod serve;
 mod stream;
+mod tally;
 mod usage;
 
 pub use ahead::Ahead;
@@ -55,6 +56,7 @@ pub use protocol::{Hello, VariantFile, WorkerRequest, SEED_POOL};
 pub use runner::Runner;
 pub use serve::serve;
 pub use stream::QUEUED_PER_GPU;
+pub use tally::CompileTally;
 pub use usage::GpuUse;
 
 #[cfg(test)]

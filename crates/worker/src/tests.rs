@@ -180,11 +180,13 @@ fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
     .unwrap();
     // A confirmed best exists, so confirmations overlap (the first one runs in turn).
     pool.runners[0].best.lower(100.0);
+    let tally = Arc::new(CompileTally::new());
     pool.runners[0].late = Some(LateCompiler {
         toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
         target: Target::Sm90,
         cubin_dir: cubins.clone(),
         cache: None,
+        tally: tally.clone(),
     });
     // The first candidate's full gate needs two variants it lacks (a real compile);
     // the others need none.
@@ -230,6 +232,10 @@ fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
         "every candidate was screened while the full gate compiled: {lines:?}"
     );
     assert_eq!(cubins_in(&cubins), 0, "the full gate's CUBINs are removed");
+    // The late compile is in the run's compile tally: two variants, NVRTC's seconds.
+    let (compiled, failed, seconds) = tally.totals();
+    assert_eq!((compiled, failed), (2, 0), "{:?}", tally.line(1));
+    assert!(seconds > Duration::ZERO);
 }
 
 /// A stand-in worker command: greets as `other GPU` when pinned to GPU 7, else as

@@ -49,8 +49,14 @@ fn submitted_candidates_are_answered_as_each_gpu_finishes() {
     assert_eq!(on(0) + on(1), 4);
     assert!(on(0) > 0 && on(1) > 0, "one GPU ran nothing: {answers:?}");
     let usage = evaluator.utilization();
-    assert_eq!(usage.len(), 2, "{usage:?}");
+    assert_eq!(usage.len(), 3, "{usage:?}");
     assert!(usage[0].starts_with("GPU 0: worker busy"), "{usage:?}");
+    // The supply side: the four candidates' one variant each, all compiled by NVRTC.
+    assert!(
+        usage[2].starts_with("compiles: 4 variants (0 failed) took NVRTC")
+            && usage[2].contains(&format!("of {threads} compile threads")),
+        "{usage:?}"
+    );
     assert!(evaluator
         .next_answer(&batch)
         .unwrap_err()
