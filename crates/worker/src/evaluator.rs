@@ -76,16 +76,15 @@ impl GpuEvaluator {
         };
         let mut runner = runner;
         let gpus = runner.runners.len();
+        let compiler = BatchCompiler::new(plan, toolchain, device, target, gpus, cache);
+        // The late compiles share the compiler's toolchain, cache and tally.
         let late = LateCompiler {
-            toolchain: toolchain.clone(),
+            toolchain: compiler.toolchain.clone(),
             target,
-            cubin_dir: plan.cubin_dir.clone(),
-            cache: cache.clone(),
-            tally: Arc::new(Default::default()),
+            cubin_dir: compiler.plan.cubin_dir.clone(),
+            cache: compiler.cache.clone(),
+            tally: compiler.tally.clone(),
         };
-        let mut compiler = BatchCompiler::new(plan, toolchain, device, target, gpus, cache);
-        // One tally for the screen's compiles and the late ones.
-        compiler.tally = late.tally.clone();
         for r in &mut runner.runners {
             r.late = Some(late.clone());
         }
