@@ -7,7 +7,8 @@
 # cold is copied into genomes/champions/h100 by the commit that records this run.
 # Needs target/record/evo.xz, built from the commit that adds this script.
 # Usage (repository root): bash experiments/2026-11-26-h100-long-searches/run-search.sh RUN ROW[:FROM] MINUTES [ROW[:FROM] MINUTES]
-#   ROW: l4096c (B2 H16 L4096 D128 causal), l8192 (B1 H16 L8192 D128), l4096 (B2 H16 L4096 D128)
+#   ROW: l4096c (B2 H16 L4096 D128 causal), l8192 (B1 H16 L8192 D128), l4096 (B2 H16 L4096 D128),
+#        seed (B1 H8 L512 D64), seedc (B1 H8 L512 D64 causal)
 #   FROM: an earlier search folder of the row to resume (`evo evolve --experiment` replays its
 #   evaluations and goes on from its population), instead of a new search.
 # Output: $OUT/RUN.tgz (each search folder, its champion and bench).
@@ -30,6 +31,10 @@ while [ $# -ge 2 ]; do
     near="b2-h16-l4096-d128 b2-h16-l4096-d128-causal b1-h32kv8-l4096-d128-causal" ;;
   l4096) P=2,16,4096,4096,128,f16; cls=b2-h16-l4096-d128
     near="b1-h16-l8192-d128 b2-h16-l4096-d128-causal b1-h32kv8-l4096-d128-causal" ;;
+  seed) P=1,8,512,512,64,f16; cls=b1-h8-l512-d64
+    near="b1-h8-l512-d64-causal b4-h16-l1024-d64 b4-h16-l1024-d64-causal" ;;
+  seedc) P=1,8,512,512,64,f16,causal; cls=b1-h8-l512-d64-causal
+    near="b1-h8-l512-d64 b4-h16-l1024-d64-causal b4-h16-l1024-d64" ;;
   *) echo "unknown row $row"; exit 2 ;;
   esac
   seeds=$R/seeds-$row; mkdir -p $seeds
