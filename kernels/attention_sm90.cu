@@ -77,6 +77,13 @@ constexpr bool kCluster = EVO_CLUSTER_COMBINE != 0;
 // EVO_O_DIRECT: a finished tile's O leaves from the accumulator registers (a transpose
 // inside each quad makes the stores 16 bytes a lane), not through a shared-memory staging.
 constexpr bool kDirectO = EVO_O_DIRECT != 0;
+// EVO_O_TMA: a finished tile's O is staged as with neither, then stored by the copy engine
+// (one thread issues a 64-row box per 64-column block: cp.async.bulk.tensor from shared
+// memory); only where O itself is written (one split: a split writes its share to the
+// workspace, a cluster merges in distributed shared memory). EVO_TMA_O says so for the
+// preprocessor (the kernel then takes O's tensor map).
+#define EVO_TMA_O (EVO_O_TMA && EVO_SPLIT_KV == 1)
+constexpr bool kTmaO = EVO_TMA_O != 0;
 
 // Producer / consumer registers under setmaxnreg (0: no reallocation). At launch every
 // thread holds kLaunchRegs (the launch bounds' share of the 64K register file, rounded
@@ -113,6 +120,7 @@ static_assert(kProducerRegs == 0 || kProducerRegs == 24 || kProducerRegs == 32 |
               "EVO_PRODUCER_REGS must be 0 (no setmaxnreg), 24, 32 or 40");
 static_assert(!kCluster || (kSplit >= 2 && kSplit <= 8),
               "EVO_CLUSTER_COMBINE merges 2 to 8 splits (a portable cluster holds 8 CTAs)");
+static_assert(!(EVO_O_DIRECT && EVO_O_TMA), "EVO_O_DIRECT and EVO_O_TMA are two paths for O: pick one");
 static_assert(!kCluster || !kChained,
               "EVO_CLUSTER_COMBINE merges after a tile's epilogue, which a chain folds into its stream");
 
@@ -189,10 +197,16 @@ extern "C" __constant__ int evo_pack_gqa[1] = {1};
 extern "C" __constant__ int evo_persistent[1] = {1};
 #endif
 
-#if EVO_KV_LOAD == 2
+#if EVO_KV_LOAD == 2 || EVO_TMA_O
 // The tensor maps the host must build (kernels/ABI.md, "Tensor maps"): rows of the Q box,
-// rows of the K/V box, elements per box row, swizzle bytes.
+// rows of the K/V box, elements per box row, swizzle bytes. A kernel that stores O by TMA
+// takes Q, K and V's maps too (unused unless EVO_KV_LOAD is 2).
 extern "C" __constant__ int evo_tensor_maps[4] = {evo::kBM, evo::kBN, 64, 128};
+#endif
+
+#if EVO_TMA_O
+// O's map (kernels/ABI.md, "Tensor maps"): boxes of one consumer warpgroup's 64 rows.
+extern "C" __constant__ int evo_tensor_map_o[1] = {64};
 #endif
 
 // A CUtensorMap as the driver encodes it: 128 opaque bytes, 64-byte aligned.
@@ -243,6 +257,25 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const TensorMap* map, uin
       " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bh), "r"(bar)
       : "memory");
+}
+
+// One box from shared memory into a 3-D tensor map (D, L, B*H), as a bulk group of this
+// thread: elements outside the map's bounds (rows past L, columns past D) are not written.
+__device__ __forceinline__ void tma_store(const TensorMap* map, uint32_t src, int col, int row,
+                                          int bh) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(col), "r"(row), "r"(bh), "r"(src)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Waits until this thread's bulk groups but the newest N have read their shared memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool in_bounds) {

@@ -5,7 +5,11 @@
 
 // ============================================================ 7. the kernels
 
-#if EVO_KV_LOAD == 2
+#if EVO_TMA_O
+#define EVO_TENSOR_MAP_PARAMS                                                           \
+  const __grid_constant__ TensorMap tm_q, const __grid_constant__ TensorMap tm_k, \
+      const __grid_constant__ TensorMap tm_v, const __grid_constant__ TensorMap tm_o,
+#elif EVO_KV_LOAD == 2
 #define EVO_TENSOR_MAP_PARAMS                                                           \
   const __grid_constant__ TensorMap tm_q, const __grid_constant__ TensorMap tm_k, \
       const __grid_constant__ TensorMap tm_v,
@@ -243,10 +247,15 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
     // O through shared memory, so the global stores are whole 16-byte chunks of a row
     // (the accumulator layout would store 4 bytes per lane, 16 bytes per row segment).
     // The staging keeps the 128-byte swizzle, which also makes these stores
-    // conflict-free (a warp's 8 rows fall in 8 different 16-byte slots).
+    // conflict-free (a warp's 8 rows fall in 8 different 16-byte slots), and is the
+    // layout the copy engine reads with O's map (EVO_O_TMA).
     fence_async_proxy();
-    // A persistent warpgroup's threads may still be reading the last tile's O.
-    if (kPersistent && !kChained) asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");
+    if (kPersistent && !kChained) {
+      // A persistent warpgroup's threads may still be reading the last tile's O, or
+      // (EVO_O_TMA) its copy-engine store: the issuing thread waits for that first.
+      if (kTmaO && tid == 0) bulk_wait_read<0>();
+      asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");
+    }
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int lr = warp * 16 + lane / 4 + 8 * i;
@@ -260,6 +269,24 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
         asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
       }
     }
+#if EVO_TMA_O
+    // Every thread's writes made visible to the copy engine, then one thread stores the
+    // warpgroup's 64 rows, a box per 64-column block. The map's bounds drop rows past Lq
+    // (a warpgroup's rows are whole 64-row steps of its block until Lq: section 6) and
+    // D96's pad columns. The buffer is free again once the store has read it: at once
+    // for Q's rows and a chained tile's slot (its release follows), at the next tile's
+    // epilogue for a persistent CTA's own O buffer, and before the kernel ends.
+    fence_async_proxy();
+    asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");
+    if (tid == 0) {
+#pragma unroll
+      for (int b = 0; b < kColBlocks; ++b)
+        tma_store(&tm_o, o_wg + b * kBM * kRowBytes, b * 64, f.wg_row0, w.bh);
+      bulk_commit();
+      if (!kPersistent || kChained) bulk_wait_read<0>();
+    }
+    return;
+#endif
     asm volatile("bar.sync %0, 128;" ::"r"(4 + c.cw) : "memory");  // this warpgroup only
     constexpr int kChunks = 64 * kD / 8;
 #pragma unroll 4
@@ -543,6 +570,8 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
     store_o(c.finish(), w, (kPersistent ? sm.o : sm.q) + c.cw * 64 * kRowBytes);
   }
 #endif
+  // The last copy-engine store has read its shared memory before the CTA's is released.
+  if (kTmaO && tid == 0) bulk_wait_read<0>();
 }
 
 // The split-KV combine, evo_attention_combine, is kernels/combine.cuh (appended by the host).

@@ -115,7 +115,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         Overlap::On => 1,
         Overlap::Chained => 2,
     };
-    let list: [(&str, u32); 17] = [
+    let list: [(&str, u32); 18] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
         ("EVO_BLOCK_N", g.block_n.get()),
@@ -135,6 +135,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
             u32::from(g.cluster_combine == Switch::On),
         ),
         ("EVO_O_DIRECT", u32::from(g.o_store == OStore::Direct)),
+        ("EVO_O_TMA", u32::from(g.o_store == OStore::Tma)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(

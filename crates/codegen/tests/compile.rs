@@ -7,7 +7,7 @@
 use evo_codegen::*;
 use evo_genome::{
     space, BlockN, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad, Math, OStore,
-    ProducerRegs, RegCap, SplitKv, Stages, Switch, Target, VecBytes,
+    Overlap, ProducerRegs, RegCap, SplitKv, Stages, Switch, Target, VecBytes,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -78,10 +78,22 @@ fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
             false,
             ptx.contains("mma.sync.aligned.m16n8k16"),
         );
+        // O stored by the copy engine: only where O itself is written (one split).
+        let tma_o = g.o_store == OStore::Tma && g.split_kv == SplitKv::K1;
         expect(
-            "cp.async.bulk.tensor (hopper_load = tma)",
+            "TMA loads, cp.async.bulk.tensor into shared memory (hopper_load = tma)",
             g.hopper_load == HopperLoad::Tma,
-            ptx.contains("cp.async.bulk.tensor"),
+            ptx.contains("cp.async.bulk.tensor.3d.shared::cluster.global"),
+        );
+        expect(
+            "TMA stores of O, cp.async.bulk.tensor from shared memory (o_store = tma)",
+            tma_o,
+            ptx.contains("cp.async.bulk.tensor.3d.global.shared::cta"),
+        );
+        expect(
+            "the evo_tensor_map_o constant (o_store = tma)",
+            tma_o,
+            all.contains("evo_tensor_map_o"),
         );
         expect(
             "cp.async.cg 16-byte copies (hopper_load = cp_async)",
@@ -127,8 +139,8 @@ fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
             );
         }
         expect(
-            "the evo_tensor_maps constant (hopper_load = tma)",
-            g.hopper_load == HopperLoad::Tma,
+            "the evo_tensor_maps constant (hopper_load = tma, or o_store = tma)",
+            g.hopper_load == HopperLoad::Tma || tma_o,
             all.contains("evo_tensor_maps"),
         );
         expect("sm_90a target", true, all.contains(".target sm_90a"));
@@ -406,7 +418,36 @@ fn nvrtc_sweep_hopper_alleles() {
             }
         }
     }
-    assert!(jobs.len() >= 40, "{} jobs", jobs.len());
+    // `o_store = "tma"`: fa3 on a grid of one tile per CTA (O staged in Q's rows), a
+    // persistent one (its own O buffer, waited for at the next epilogue) and a chained
+    // one (the finished tile's Q slot, waited for before its release), at every head dim
+    // that fits; once with the plain-load producer, whose kernel takes the maps only
+    // for O.
+    for (persistent, overlap, load) in [
+        (
+            Switch::Off,
+            fa3.genes.softmax_overlap,
+            fa3.genes.hopper_load,
+        ),
+        (Switch::On, fa3.genes.softmax_overlap, fa3.genes.hopper_load),
+        (Switch::On, Overlap::Chained, fa3.genes.hopper_load),
+        (Switch::Off, fa3.genes.softmax_overlap, HopperLoad::Direct),
+    ] {
+        let tma = evo_genome::Genome {
+            persistent,
+            softmax_overlap: overlap,
+            hopper_load: load,
+            o_store: OStore::Tma,
+            ..fa3.genes
+        };
+        for d in HeadDim::ALL {
+            let dtype = Dtype::ALL[d.get() as usize / 32 % 2];
+            if tma.is_valid(d, Target::Sm90) {
+                jobs.push((tma, d, dtype, Target::Sm90));
+            }
+        }
+    }
+    assert!(jobs.len() >= 50, "{} jobs", jobs.len());
     assert_no_failures(sweep("hopper alleles", &jobs));
 }
 

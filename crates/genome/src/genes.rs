@@ -354,6 +354,11 @@ categorical! {
         /// Stored from the accumulator registers, 16 bytes a lane after a transpose inside
         /// each quad (shuffles); no staging buffer.
         Direct => "direct",
+        /// Staged as `staged`, then stored by the copy engine: one thread of the
+        /// warpgroup issues a TMA store per 64-column block (O's tensor map) and the
+        /// warpgroup goes on; a persistent CTA waits for it only before its next
+        /// epilogue.
+        Tma => "tma",
     }
 }
 

@@ -111,10 +111,10 @@ impl Genome {
                 self.allele_label(Gene::ProducerRegs),
                 self.pingpong,
                 self.softmax_overlap,
-                if self.o_store == OStore::Direct {
-                    " o:direct"
-                } else {
-                    ""
+                match self.o_store {
+                    OStore::Staged => "",
+                    OStore::Direct => " o:direct",
+                    OStore::Tma => " o:tma",
                 }
             );
         }

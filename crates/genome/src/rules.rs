@@ -232,7 +232,7 @@ impl SmemPlan {
 /// chained, for the next tile's Q (the template's `kOBytes`).
 pub fn hopper_second_q_buffer(g: &Genome) -> bool {
     g.persistent == Switch::On
-        && (g.o_store == OStore::Staged || g.softmax_overlap == Overlap::Chained)
+        && (g.o_store != OStore::Direct || g.softmax_overlap == Overlap::Chained)
 }
 
 /// Hopper `cluster_combine`: the splits a cluster can merge (with one there is nothing

@@ -1,5 +1,6 @@
 //! The Hopper `o_store` gene (kernels/attention_sm90_kernel.cuh, `store_o`): the shared
-//! memory it frees, the tiles that then fit, its TOML form and its place in the id.
+//! memory it frees (direct) or keeps (staged, and TMA, whose copy engine reads the
+//! staging), the tiles that then fit, its TOML form and its place in the id.
 
 use evo_genome::rules::{self, HOPPER_ALIGN_SLACK, HOPPER_BARRIERS};
 use evo_genome::{
@@ -42,8 +43,12 @@ fn a_direct_store_frees_the_persistent_o_buffer() {
     };
     assert!(rules::hopper_second_q_buffer(&chained));
     assert_eq!(chained.smem(d).o, q);
-    // Without a persistent grid O is staged in Q's rows: no buffer either way.
-    for o_store in [OStore::Staged, OStore::Direct] {
+    // The copy engine stores O from the staging: a persistent CTA keeps its buffer.
+    let tma = persistent(BlockN::N128, OStore::Tma);
+    assert!(rules::hopper_second_q_buffer(&tma));
+    assert_eq!(tma.smem(d).total(), staged.smem(d).total());
+    // Without a persistent grid O is staged in Q's rows: no buffer in any way.
+    for o_store in OStore::ALL.iter().copied() {
         let one_tile = Genome { o_store, ..fa3() };
         assert_eq!(one_tile.smem(d).o, 0);
         assert_eq!(one_tile.smem(d).stats, HOPPER_ALIGN_SLACK + HOPPER_BARRIERS);
@@ -63,10 +68,22 @@ fn the_wide_d128_tiles_fit_a_persistent_cta_only_with_a_direct_store() {
             "{n}: {:?}",
             failed(&direct, d)
         );
-        let staged = persistent(n, OStore::Staged);
-        assert_eq!(failed(&staged, d), vec![Rule::SharedMemory], "{n}");
-        let v = &staged.violations(d, Target::Sm90)[0];
-        assert!(v.fix.contains("o_store = \"direct\""), "{v}");
+        for o_store in [OStore::Staged, OStore::Tma] {
+            let staged = persistent(n, o_store);
+            assert_eq!(
+                failed(&staged, d),
+                vec![Rule::SharedMemory],
+                "{n} {o_store}"
+            );
+            let v = &staged.violations(d, Target::Sm90)[0];
+            assert!(v.fix.contains("o_store = \"direct\""), "{v}");
+        }
+        // Without a persistent grid the copy engine's store fits: O is staged in Q's rows.
+        let one_tile = Genome {
+            persistent: Switch::Off,
+            ..persistent(n, OStore::Tma)
+        };
+        assert!(one_tile.is_valid(d, Target::Sm90), "{n}");
     }
     assert_eq!(
         persistent(BlockN::N192, OStore::Direct).smem(d).total(),
@@ -92,7 +109,10 @@ fn the_wide_d128_tiles_fit_a_persistent_cta_only_with_a_direct_store() {
 fn the_gene_is_hopper_s_and_reads_and_writes_as_toml() {
     assert!(Gene::OStore.applies(Family::Hopper));
     assert!(!Gene::OStore.applies(Family::Ampere));
-    assert_eq!(Gene::OStore.allele_labels(), vec!["staged", "direct"]);
+    assert_eq!(
+        Gene::OStore.allele_labels(),
+        vec!["staged", "direct", "tma"]
+    );
     let g = persistent(BlockN::N192, OStore::Direct);
     let written = GenomeFile {
         name: "d".into(),
@@ -122,8 +142,27 @@ fn the_gene_is_hopper_s_and_reads_and_writes_as_toml() {
     .contains("o_store"));
     assert!(!staged.summary().contains("o:"));
     assert_ne!(g.id(), staged.id());
+    // The copy engine's store: in the TOML, the summary and the id.
+    let tma = Genome {
+        o_store: OStore::Tma,
+        ..g
+    };
+    let tma_file = GenomeFile {
+        genes: tma,
+        ..file.clone()
+    };
+    let tma_toml = tma_file.to_toml_string();
+    assert!(tma_toml.contains("o_store = \"tma\""), "{tma_toml}");
+    assert_eq!(
+        GenomeFile::from_toml_str(&tma_toml, Path::new("t.toml"))
+            .unwrap()
+            .genes,
+        tma
+    );
+    assert!(tma.summary().ends_with(" o:tma"), "{}", tma.summary());
+    assert!(tma.id() != g.id() && tma.id() != staged.id());
     // A misspelt allele is an error that names the field's alleles.
-    let bad = written.replace("\"direct\"", "\"tma\"");
+    let bad = written.replace("\"direct\"", "\"bulk\"");
     let err = GenomeFile::from_toml_str(&bad, Path::new("d.toml"))
         .unwrap_err()
         .to_string();

@@ -12,6 +12,9 @@ pub const ENTRY_COMBINE: &str = "evo_attention_combine";
 pub const GEOMETRY_SYMBOL: &str = "evo_geometry";
 /// A kernel that loads through the copy engine exports this (kernels/ABI.md, "Tensor maps").
 pub const TENSOR_MAPS_SYMBOL: &str = "evo_tensor_maps";
+/// A kernel that stores O through the copy engine exports this as `{rows}`, the rows of
+/// O's box, beside `evo_tensor_maps`; it then takes O's map after V's (kernels/ABI.md).
+pub const TENSOR_MAP_O_SYMBOL: &str = "evo_tensor_map_o";
 /// A persistent kernel exports this: CTAs per SM (kernels/ABI.md, "Persistent kernels").
 pub const PERSISTENT_SYMBOL: &str = "evo_persistent";
 /// A kernel of the second ABI (K/V heads and the mask's diagonal and window as
@@ -179,6 +182,8 @@ pub struct TensorMapSpec {
     pub kv_rows: u32,
     pub box_cols: u32,
     pub swizzle: u32,
+    /// Rows of O's box, for a kernel that stores O by TMA (`evo_tensor_map_o`).
+    pub o_rows: Option<u32>,
 }
 
 impl TensorMapSpec {
@@ -205,8 +210,34 @@ impl TensorMapSpec {
             kv_rows: v[1] as u32,
             box_cols: 64,
             swizzle: 128,
+            o_rows: None,
         })
     }
+
+    /// With O's map, from the int of `evo_tensor_map_o` (its box rows).
+    pub fn with_o(self, v: &[i32]) -> Result<TensorMapSpec, String> {
+        match v.first() {
+            Some(&r) if (1..=256).contains(&r) => Ok(TensorMapSpec {
+                o_rows: Some(r as u32),
+                ..self
+            }),
+            other => Err(format!(
+                "{TENSOR_MAP_O_SYMBOL} asks for O boxes of {other:?} rows; declare \
+                 `extern \"C\" __constant__ int {TENSOR_MAP_O_SYMBOL}[1] = {{rows}};` with \
+                 rows in 1..=256"
+            )),
+        }
+    }
+}
+
+/// The tensor maps of one call, in the signature's order: Q, K and V's, then O's for a
+/// kernel that stores O by TMA.
+#[derive(Clone, Copy)]
+pub struct TensorMaps {
+    pub q: TensorMapArg,
+    pub k: TensorMapArg,
+    pub v: TensorMapArg,
+    pub o: Option<TensorMapArg>,
 }
 
 /// A `CUtensorMap` passed by value as a `__grid_constant__` kernel parameter.
@@ -432,5 +463,10 @@ mod tests {
         assert!(TensorMapSpec::from_ints(&[64, 64, 32, 128])
             .unwrap_err()
             .contains("{q_rows, kv_rows, 64, 128}"));
+        assert_eq!(spec.o_rows, None);
+        assert_eq!(spec.with_o(&[64]).unwrap().o_rows, Some(64));
+        for bad in [0, 257, -1] {
+            assert!(spec.with_o(&[bad]).unwrap_err().contains("rows in 1..=256"));
+        }
     }
 }

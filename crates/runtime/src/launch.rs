@@ -6,7 +6,7 @@
 //! bound to one launch, because the gates hand the same values to graph nodes they
 //! re-point every repeat, and the C ABI to a stream it does not own.
 
-use crate::abi::{encode_tensor_map, TensorMapArg, ENTRY_COMBINE, ENTRY_FWD};
+use crate::abi::{encode_tensor_map, TensorMaps, ENTRY_COMBINE, ENTRY_FWD};
 use crate::error::{driver, RuntimeError};
 use crate::module::AttentionModule;
 use cudarc::driver::sys::CUstream;
@@ -17,8 +17,8 @@ use std::ffi::c_void;
 /// The arguments of `evo_attention_fwd` (kernels/ABI.md), in the order of its signature.
 #[derive(Clone, Copy)]
 pub struct FwdArgs {
-    /// Q, K and V's tensor maps, first, for a kernel that loads through the copy engine.
-    pub maps: Option<[TensorMapArg; 3]>,
+    /// Q, K and V's tensor maps (and O's), first, for a kernel that declares them.
+    pub maps: Option<TensorMaps>,
     /// Q, K, V, O and the workspace, in the signature's order.
     pub buffers: Buffers,
     pub b: i32,
@@ -67,7 +67,10 @@ impl Args for FwdArgs {
     fn params(&mut self) -> Vec<*mut c_void> {
         let mut out = Vec::with_capacity(19);
         if let Some(maps) = &mut self.maps {
-            out.extend(maps.iter_mut().map(param));
+            out.extend([param(&mut maps.q), param(&mut maps.k), param(&mut maps.v)]);
+            if let Some(o) = &mut maps.o {
+                out.push(param(o));
+            }
         }
         out.extend([
             param(&mut self.buffers.q),
@@ -201,22 +204,28 @@ impl AttentionModule {
             .then(|| workspace_len(&self.launch_view(p), g.split_kv))
     }
 
-    /// Encodes Q, K and V's tensor maps when the kernel loads through the copy engine.
+    /// Encodes Q, K and V's tensor maps when the kernel declares them, and O's when it
+    /// stores O by TMA (Q's and O's as the launch sees them: a packing kernel's heads are
+    /// K/V heads).
     pub fn encode_maps(
         &self,
         p: &Problem,
         b: &Buffers,
-    ) -> Result<Option<[TensorMapArg; 3]>, RuntimeError> {
+    ) -> Result<Option<TensorMaps>, RuntimeError> {
         let Some(spec) = self.tensor_map_spec() else {
             return Ok(None);
         };
         let view = self.launch_view(p);
         let (q, kv) = ((view.q_len, view.heads), (p.kv_len, p.kv_heads()));
-        Ok(Some([
-            encode_tensor_map(b.q, p, q, spec.q_rows, &spec)?,
-            encode_tensor_map(b.k, p, kv, spec.kv_rows, &spec)?,
-            encode_tensor_map(b.v, p, kv, spec.kv_rows, &spec)?,
-        ]))
+        Ok(Some(TensorMaps {
+            q: encode_tensor_map(b.q, p, q, spec.q_rows, &spec)?,
+            k: encode_tensor_map(b.k, p, kv, spec.kv_rows, &spec)?,
+            v: encode_tensor_map(b.v, p, kv, spec.kv_rows, &spec)?,
+            o: match spec.o_rows {
+                Some(rows) => Some(encode_tensor_map(b.o, p, q, rows, &spec)?),
+                None => None,
+            },
+        }))
     }
 
     /// The arguments of the call on `b` (with `maps` from [`Self::encode_maps`] of the
@@ -225,16 +234,18 @@ impl AttentionModule {
         &self,
         p: &Problem,
         b: &Buffers,
-        maps: Option<[TensorMapArg; 3]>,
+        maps: Option<TensorMaps>,
     ) -> Result<(FwdArgs, CombineArgs), RuntimeError> {
         self.states(p)?;
         // The combine runs over the launch's rows (a packing kernel's are K/V heads').
         let view = self.launch_view(p);
-        if maps.is_none() && self.tensor_map_spec().is_some() {
-            return Err(RuntimeError::Abi(format!(
-                "{}: tensor maps not encoded",
-                self.name()
-            )));
+        if let Some(spec) = self.tensor_map_spec() {
+            if maps.is_none_or(|m| m.o.is_some() != spec.o_rows.is_some()) {
+                return Err(RuntimeError::Abi(format!(
+                    "{}: tensor maps not encoded (or O's missing)",
+                    self.name()
+                )));
+            }
         }
         let (bh, h, lq, lk) = (
             p.batch as i32,
@@ -332,6 +343,7 @@ impl AttentionModule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::TensorMapArg;
 
     #[test]
     fn the_workspace_is_splits_times_rows_times_d_plus_one() {
@@ -366,11 +378,36 @@ mod tests {
         // SAFETY: each pointer points into `args`, alive here; the types are the fields'.
         let (o, lk) = unsafe { (*(params[3] as *const u64), *(params[9] as *const i32)) };
         assert_eq!((o, lk), (4, 10));
+        let zero = TensorMapArg([0; 16]);
+        let maps = TensorMaps {
+            q: zero,
+            k: zero,
+            v: zero,
+            o: None,
+        };
         let mut with_maps = FwdArgs {
-            maps: Some([TensorMapArg([0; 16]); 3]),
+            maps: Some(maps),
             ..args
         };
         assert_eq!(with_maps.params().len(), 15);
+        // O's map follows V's, before the pointers.
+        let mut with_o = FwdArgs {
+            maps: Some(TensorMaps {
+                o: Some(TensorMapArg([7; 16])),
+                ..maps
+            }),
+            ..args
+        };
+        let params = with_o.params();
+        assert_eq!(params.len(), 16);
+        // SAFETY: as above.
+        let (o_map, q) = unsafe {
+            (
+                (*(params[3] as *const [u64; 16]))[0],
+                *(params[4] as *const u64),
+            )
+        };
+        assert_eq!((o_map, q), (7, 1));
         let mut second = FwdArgs {
             shape: Some(ShapeArgs {
                 kv_heads: 2,

@@ -24,7 +24,7 @@ pub mod launch;
 mod module;
 pub mod snapshot;
 
-pub use abi::{encode_tensor_map, Geometry, TensorMapArg, TensorMapSpec};
+pub use abi::{encode_tensor_map, Geometry, TensorMapArg, TensorMapSpec, TensorMaps};
 pub use champions::Champions;
 pub use device::{driver_present, open_context, pointer_info, PointerInfo};
 pub use error::{driver, driver_message, RuntimeError};

@@ -4,7 +4,7 @@
 use crate::abi::{
     abi_version, first_abi_refuses, persistent_ctas, Geometry, TensorMapSpec, ABI_SYMBOL,
     ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL, PACK_GQA_SYMBOL, PERSISTENT_SYMBOL,
-    TENSOR_MAPS_SYMBOL,
+    TENSOR_MAPS_SYMBOL, TENSOR_MAP_O_SYMBOL,
 };
 use crate::error::{driver, RuntimeError};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
@@ -137,6 +137,23 @@ impl AttentionModule {
                 TensorMapSpec::from_ints(&v)
                     .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?,
             ),
+        };
+        let tensor_maps = match (
+            tensor_maps,
+            declared_ints(&module, stream, image, name, TENSOR_MAP_O_SYMBOL, 1)?,
+        ) {
+            (spec, None) => spec,
+            (Some(spec), Some(v)) => Some(
+                spec.with_o(&v)
+                    .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?,
+            ),
+            (None, Some(_)) => {
+                return Err(RuntimeError::Abi(format!(
+                    "{name} declares `{TENSOR_MAP_O_SYMBOL}` but not `{TENSOR_MAPS_SYMBOL}`; \
+                     a kernel that stores O by TMA takes Q, K and V's maps first: declare \
+                     `{TENSOR_MAPS_SYMBOL}` too (kernels/ABI.md, \"Tensor maps\")"
+                )))
+            }
         };
         let abi = match declared_ints(&module, stream, image, name, ABI_SYMBOL, 1)? {
             None => 1,

@@ -15,15 +15,18 @@ use cudarc::driver::{CudaContext, CudaStream};
 use evo_genome::Problem;
 use evo_runtime::{
     AttentionModule, Buffers, CombineArgs, FwdArgs, Geometry, TensorMapArg, TensorMapSpec,
+    TensorMaps,
 };
 use std::sync::Arc;
 
-/// The tensor maps of every slot of each input tensor (Q, K, V), for a kernel that
-/// loads through the copy engine: a launch takes the maps of the slots its draw names.
+/// The tensor maps of every slot of each tensor (Q, K, V, and O for a kernel that stores
+/// O by TMA), for a kernel that declares maps: a launch takes the maps of the slots its
+/// draw names.
 struct SlotMaps {
     q: Vec<TensorMapArg>,
     k: Vec<TensorMapArg>,
     v: Vec<TensorMapArg>,
+    o: Vec<TensorMapArg>,
 }
 
 pub struct LoadedKernel {
@@ -126,21 +129,23 @@ impl LoadedKernel {
             // The runtime encodes each slot's maps as any launch's (Q's as the launch sees
             // it: a packing kernel's heads are K/V heads).
             let st = &self.stream;
-            let (mut q, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut q, mut k, mut v, mut o) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for s in 0..slots.sets {
                 let b = Buffers {
                     q: slots.q(s, st),
                     k: slots.k(s, st),
                     v: slots.v(s, st),
+                    o: slots.o(s, st),
                     ..Buffers::default()
                 };
-                if let Some([mq, mk, mv]) = self.module.encode_maps(&p, &b)? {
-                    q.push(mq);
-                    k.push(mk);
-                    v.push(mv);
+                if let Some(m) = self.module.encode_maps(&p, &b)? {
+                    q.push(m.q);
+                    k.push(m.k);
+                    v.push(m.v);
+                    o.extend(m.o);
                 }
             }
-            Some(SlotMaps { q, k, v })
+            Some(SlotMaps { q, k, v, o })
         };
         self.rig = Some(Rig::new(
             self.stream.clone(),
@@ -176,11 +181,16 @@ impl LoadedKernel {
                         GateError::Abi(format!("{}: no tensor map for slot {i}", self.name))
                     })
                 };
-                Some([
-                    pick(&m.q, draw.q)?,
-                    pick(&m.k, draw.k)?,
-                    pick(&m.v, draw.v)?,
-                ])
+                Some(TensorMaps {
+                    q: pick(&m.q, draw.q)?,
+                    k: pick(&m.k, draw.k)?,
+                    v: pick(&m.v, draw.v)?,
+                    o: if m.o.is_empty() {
+                        None
+                    } else {
+                        Some(pick(&m.o, draw.o)?)
+                    },
+                })
             }
             None => None,
         };
