@@ -8,7 +8,10 @@
 # Needs target/record/evo.xz, built from the commit that adds this script.
 # Usage (repository root): bash experiments/2026-11-26-h100-long-searches/run-search.sh RUN ROW[:FROM] MINUTES [ROW[:FROM] MINUTES]
 #   ROW: l4096c (B2 H16 L4096 D128 causal), l8192 (B1 H16 L8192 D128), l4096 (B2 H16 L4096 D128),
-#        seed (B1 H8 L512 D64), seedc (B1 H8 L512 D64 causal)
+#        seed (B1 H8 L512 D64), seedc (B1 H8 L512 D64 causal),
+#        d256 (B1 H16/8 L4096 D256 causal), d96 (B1 H32 L4096 D96 causal)
+#   EXTRA_SEEDS (environment): more genome files to seed each search with, after the class's
+#   champion (e.g. a twin timed faster than it).
 #   FROM: an earlier search folder of the row to resume (`evo evolve --experiment` replays its
 #   evaluations and goes on from its population), instead of a new search.
 # Output: $OUT/RUN.tgz (each search folder, its champion and bench).
@@ -35,10 +38,15 @@ while [ $# -ge 2 ]; do
     near="b1-h8-l512-d64-causal b4-h16-l1024-d64 b4-h16-l1024-d64-causal" ;;
   seedc) P=1,8,512,512,64,f16,causal; cls=b1-h8-l512-d64-causal
     near="b1-h8-l512-d64 b4-h16-l1024-d64-causal b4-h16-l1024-d64" ;;
+  d256) P=1,16,4096,4096,256,f16,causal,kv=8; cls=b1-h16kv8-l4096-d256-causal
+    near="b1-h32-l4096-d96-causal b1-h32kv8-l4096-d128-causal" ;;
+  d96) P=1,32,4096,4096,96,f16,causal; cls=b1-h32-l4096-d96-causal
+    near="b1-h16kv8-l4096-d256-causal b1-h32kv8-l4096-d128-causal b2-h16-l4096-d128-causal" ;;
   *) echo "unknown row $row"; exit 2 ;;
   esac
   seeds=$R/seeds-$row; mkdir -p $seeds
   cp $C/$cls.toml $seeds/0-$cls.toml
+  for x in ${EXTRA_SEEDS:-}; do cp $x $seeds/0-x-$(basename $x); done
   for n in $near; do cp $C/$n.toml $seeds/1-$n.toml; done
   cp genomes/*.toml $seeds/
   if [ -n "$from" ]; then
