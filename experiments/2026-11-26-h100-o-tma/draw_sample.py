@@ -6,11 +6,17 @@ D64 and at D128, one per distinct shape of the genes that decide the epilogue's 
 (tile, warpgroups, stages, persistent, overlap, producer, packing), in a seeded order.
 Usage (repository root): python3 experiments/2026-11-26-h100-o-tma/draw_sample.py N OUT_DIR"""
 import glob, gzip, json, os, random, subprocess, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 n, out = int(sys.argv[1]), sys.argv[2]
 evo = os.environ.get("EVO", "target/release/evo")
 seen, pool = set(), []
-for path in sorted(glob.glob("experiments/2026-11-2[56]-*/**/evaluations.jsonl.gz", recursive=True)):
+# The pool: the searches of 2026-11-25 and the long searches S1-S8 (T2's 40 were drawn while
+# S5-S8 were not all in the tree yet; its sample/ files are the record of that draw).
+paths = glob.glob("experiments/2026-11-25-*/**/evaluations.jsonl.gz", recursive=True)
+paths += glob.glob("experiments/2026-11-26-h100-long-searches/s[1-8]/**/evaluations.jsonl.gz",
+                   recursive=True)
+for path in sorted(paths):
     for line in gzip.open(path, "rt"):
         e = json.loads(line)["evaluation"]
         g = e["genome"]
@@ -25,18 +31,31 @@ for path in sorted(glob.glob("experiments/2026-11-2[56]-*/**/evaluations.jsonl.g
             pool.append(g)
 random.Random(20261126).shuffle(pool)
 os.makedirs(out, exist_ok=True)
-kept = 0
-for g in pool:
-    if kept == n:
-        break
-    body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in g.items())
+
+
+def genes(g):
+    return "".join(f"{k} = {json.dumps(v)}\n" for k, v in g.items())
+
+
+def compiles(g):
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write(f'name = "tma-sample-{kept:03d}"\n\n[genes]\n{body}')
-    ok = all(subprocess.run([evo, "compile", f.name, "--head-dim", d, "--emit", "report"],
-                            capture_output=True).returncode == 0 for d in ("64", "128"))
-    if ok:
-        os.replace(f.name, os.path.join(out, f"tma-sample-{kept:03d}.toml"))
-        kept += 1
-    else:
+        f.write(f'name = "candidate"\n\n[genes]\n{genes(g)}')
+    try:
+        return all(subprocess.run([evo, "compile", f.name, "--head-dim", d, "--emit", "report"],
+                                  capture_output=True).returncode == 0 for d in ("64", "128"))
+    finally:
         os.unlink(f.name)
-print(f"{kept} genomes from a pool of {len(pool)} distinct shapes")
+
+
+# The pool's order decides which genomes are kept; the checks run in parallel batches.
+kept, workers = [], os.cpu_count() or 1
+with ThreadPoolExecutor(workers) as ex:
+    for start in range(0, len(pool), 2 * workers):
+        batch = pool[start:start + 2 * workers]
+        kept += [g for g, ok in zip(batch, ex.map(compiles, batch)) if ok]
+        if len(kept) >= n:
+            break
+for i, g in enumerate(kept[:n]):
+    with open(os.path.join(out, f"tma-sample-{i:03d}.toml"), "w") as f:
+        f.write(f'name = "tma-sample-{i:03d}"\n\n[genes]\n{genes(g)}')
+print(f"{min(n, len(kept))} genomes from a pool of {len(pool)} distinct shapes")
