@@ -349,6 +349,17 @@ fn nvrtc_sweep_sampled_valid_genomes() {
     assert_no_failures(sweep("sampled", &jobs));
 }
 
+/// Adds `g` for sm_90 at every head dim where it is valid, f16 and bf16 alternating with
+/// the head dim (D64 f16, D96 bf16, D128 f16, D256 bf16).
+fn at_every_fitting_head_dim(jobs: &mut Vec<Job>, g: evo_genome::Genome) {
+    for d in HeadDim::ALL {
+        let dtype = Dtype::ALL[d.get() as usize / 32 % 2];
+        if g.is_valid(d, Target::Sm90) {
+            jobs.push((g, d, dtype, Target::Sm90));
+        }
+    }
+}
+
 /// Every allele of every Hopper gene, each on the fa3 genome (the one gene changed),
 /// at both head dims and dtypes: the sampled sweep draws Hopper genomes too, but this
 /// one names each allele.
@@ -391,12 +402,7 @@ fn nvrtc_sweep_hopper_alleles() {
                 persistent: *persistent,
                 ..fa3.genes
             };
-            for d in HeadDim::ALL {
-                let dtype = Dtype::ALL[d.get() as usize / 32 % 2];
-                if cluster.is_valid(d, Target::Sm90) {
-                    jobs.push((cluster, d, dtype, Target::Sm90));
-                }
-            }
+            at_every_fitting_head_dim(&mut jobs, cluster);
         }
     }
     // `o_store = "direct"` on a persistent grid, where it frees O's buffer: fa3 persistent
@@ -411,12 +417,7 @@ fn nvrtc_sweep_hopper_alleles() {
             producer_regs: ProducerRegs::R24,
             ..fa3.genes
         };
-        for d in HeadDim::ALL {
-            let dtype = Dtype::ALL[d.get() as usize / 32 % 2];
-            if direct.is_valid(d, Target::Sm90) {
-                jobs.push((direct, d, dtype, Target::Sm90));
-            }
-        }
+        at_every_fitting_head_dim(&mut jobs, direct);
     }
     // `o_store = "tma"`: fa3 on a grid of one tile per CTA (O staged in Q's rows), a
     // persistent one (its own O buffer, waited for at the next epilogue) and a chained
@@ -440,12 +441,7 @@ fn nvrtc_sweep_hopper_alleles() {
             o_store: OStore::Tma,
             ..fa3.genes
         };
-        for d in HeadDim::ALL {
-            let dtype = Dtype::ALL[d.get() as usize / 32 % 2];
-            if tma.is_valid(d, Target::Sm90) {
-                jobs.push((tma, d, dtype, Target::Sm90));
-            }
-        }
+        at_every_fitting_head_dim(&mut jobs, tma);
     }
     assert!(jobs.len() >= 50, "{} jobs", jobs.len());
     assert_no_failures(sweep("hopper alleles", &jobs));
