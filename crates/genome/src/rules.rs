@@ -332,166 +332,216 @@ pub fn hopper_launch_registers(g: &Genome) -> u32 {
 /// three consumer warpgroups (128) with "Insufficient registers".
 pub const HOPPER_PV_OPERAND_REGS: u32 = 30;
 
+/// Where the checks report a failed rule: in full ([`violations`]), or only that one
+/// failed ([`is_valid`], which the search calls for every candidate it weighs, and which
+/// then formats no message).
+trait Report {
+    fn fail(&mut self, rule: Rule, detail: impl FnOnce() -> String, fix: impl FnOnce() -> String);
+}
+
+impl Report for Vec<Violation> {
+    fn fail(&mut self, rule: Rule, detail: impl FnOnce() -> String, fix: impl FnOnce() -> String) {
+        self.push(Violation {
+            rule,
+            detail: detail(),
+            fix: fix(),
+        });
+    }
+}
+
+/// Counts failed rules without describing them.
+#[derive(Default)]
+struct Failures(usize);
+
+impl Report for Failures {
+    fn fail(&mut self, _: Rule, _: impl FnOnce() -> String, _: impl FnOnce() -> String) {
+        self.0 += 1;
+    }
+}
+
 /// Checks every rule; returns all violations (empty when valid).
 pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violation> {
     let mut out = Vec::new();
+    check(g, head_dim, target, &mut out);
+    out
+}
+
+/// Every rule, each failure reported to `out`.
+fn check(g: &Genome, head_dim: HeadDim, target: Target, out: &mut impl Report) {
     if g.family == Family::Hopper {
         if target != Target::Sm90 {
-            out.push(Violation {
-                rule: Rule::HopperNeedsSm90,
-                detail: format!("family = \"hopper\" on {target}"),
-                fix: "set family = \"ampere\", or target sm_90".into(),
-            });
+            out.fail(
+                Rule::HopperNeedsSm90,
+                || format!("family = \"hopper\" on {target}"),
+                || "set family = \"ampere\", or target sm_90".into(),
+            );
         }
         if g.pingpong == Switch::On && g.consumer_wgs == ConsumerWgs::C1 {
-            out.push(Violation {
-                rule: Rule::PingpongNeedsTwoWarpgroups,
-                detail: "pingpong = \"on\" with consumer_wgs = 1".into(),
-                fix: "set consumer_wgs = 2 or 3, or pingpong = \"off\"".into(),
-            });
+            out.fail(
+                Rule::PingpongNeedsTwoWarpgroups,
+                || "pingpong = \"on\" with consumer_wgs = 1".into(),
+                || "set consumer_wgs = 2 or 3, or pingpong = \"off\"".into(),
+            );
         }
         if g.softmax_overlap == Overlap::Chained && g.persistent == Switch::Off {
-            out.push(Violation {
-                rule: Rule::ChainedNeedsPersistent,
-                detail: "softmax_overlap = \"chained\" with persistent = \"off\"".into(),
-                fix: "set persistent = \"on\", or softmax_overlap = \"on\"".into(),
-            });
+            out.fail(
+                Rule::ChainedNeedsPersistent,
+                || "softmax_overlap = \"chained\" with persistent = \"off\"".into(),
+                || "set persistent = \"on\", or softmax_overlap = \"on\"".into(),
+            );
         }
         if g.cluster_combine == Switch::On && !CLUSTER_SPLITS.contains(&g.split_kv.get()) {
-            out.push(Violation {
-                rule: Rule::ClusterCombineSplits,
-                detail: format!("cluster_combine = \"on\" with split_kv = {}", g.split_kv),
-                fix: "set split_kv = 2, 4 or 8, or cluster_combine = \"off\"".into(),
-            });
+            out.fail(
+                Rule::ClusterCombineSplits,
+                || format!("cluster_combine = \"on\" with split_kv = {}", g.split_kv),
+                || "set split_kv = 2, 4 or 8, or cluster_combine = \"off\"".into(),
+            );
         }
         if g.cluster_combine == Switch::On && g.softmax_overlap == Overlap::Chained {
-            out.push(Violation {
-                rule: Rule::ClusterCombineNotChained,
-                detail: "cluster_combine = \"on\" with softmax_overlap = \"chained\"".into(),
-                fix: "set softmax_overlap = \"on\", or cluster_combine = \"off\"".into(),
-            });
+            out.fail(
+                Rule::ClusterCombineNotChained,
+                || "cluster_combine = \"on\" with softmax_overlap = \"chained\"".into(),
+                || "set softmax_overlap = \"on\", or cluster_combine = \"off\"".into(),
+            );
         }
-        budget_rules(g, head_dim, target, &mut out);
-        return out;
+        budget_rules(g, head_dim, target, out);
+        return;
     }
 
     if g.p_path == Residence::Regs && (g.qk_math != Math::Mma || g.pv_math != Math::Mma) {
-        out.push(Violation {
-            rule: Rule::PRegsNeedsMma,
-            detail: format!(
-                "p_path = \"regs\" with qk_math = \"{}\", pv_math = \"{}\"",
-                g.qk_math, g.pv_math
-            ),
-            fix: "set p_path = \"smem\", or qk_math = pv_math = \"mma\"".into(),
-        });
+        out.fail(
+            Rule::PRegsNeedsMma,
+            || {
+                format!(
+                    "p_path = \"regs\" with qk_math = \"{}\", pv_math = \"{}\"",
+                    g.qk_math, g.pv_math
+                )
+            },
+            || "set p_path = \"smem\", or qk_math = pv_math = \"mma\"".into(),
+        );
     }
 
     if g.o_accum == Residence::Regs && g.pv_math == Math::Wmma {
-        out.push(Violation {
-            rule: Rule::ORegsNeedsKnownLayout,
-            detail: "o_accum = \"regs\" with pv_math = \"wmma\"".into(),
-            fix: "set o_accum = \"smem\", or pv_math = \"mma\" or \"scalar\"".into(),
-        });
+        out.fail(
+            Rule::ORegsNeedsKnownLayout,
+            || "o_accum = \"regs\" with pv_math = \"wmma\"".into(),
+            || "set o_accum = \"smem\", or pv_math = \"mma\" or \"scalar\"".into(),
+        );
     }
 
     if g.smem_layout == SmemLayout::Swizzled && (g.qk_math == Math::Wmma || g.pv_math == Math::Wmma)
     {
-        out.push(Violation {
-            rule: Rule::SwizzleNeedsAddressedLoads,
-            detail: format!(
-                "smem_layout = \"swizzled\" with qk_math = \"{}\", pv_math = \"{}\"",
-                g.qk_math, g.pv_math
-            ),
-            fix: "set smem_layout = \"padded\" (also conflict-free for WMMA), or use mma".into(),
-        });
+        out.fail(
+            Rule::SwizzleNeedsAddressedLoads,
+            || {
+                format!(
+                    "smem_layout = \"swizzled\" with qk_math = \"{}\", pv_math = \"{}\"",
+                    g.qk_math, g.pv_math
+                )
+            },
+            || "set smem_layout = \"padded\" (also conflict-free for WMMA), or use mma".into(),
+        );
     }
 
     let register_mma =
         g.p_path == Residence::Regs || (g.o_accum == Residence::Regs && g.pv_math == Math::Mma);
     let slice_rows = 16 * g.warps.get();
     if register_mma && !g.block_m.get().is_multiple_of(slice_rows) {
-        out.push(Violation {
-            rule: Rule::WarpRowsPerSlice,
-            detail: format!(
-                "block_m = {} is not a multiple of 16 x warps = {}",
-                g.block_m, slice_rows
-            ),
-            fix: format!(
-                "raise block_m to a multiple of {slice_rows}, or lower warps to at most {}",
-                (g.block_m.get() / 16).max(1)
-            ),
-        });
+        out.fail(
+            Rule::WarpRowsPerSlice,
+            || {
+                format!(
+                    "block_m = {} is not a multiple of 16 x warps = {}",
+                    g.block_m, slice_rows
+                )
+            },
+            || {
+                format!(
+                    "raise block_m to a multiple of {slice_rows}, or lower warps to at most {}",
+                    (g.block_m.get() / 16).max(1)
+                )
+            },
+        );
     }
 
-    budget_rules(g, head_dim, target, &mut out);
-    out
+    budget_rules(g, head_dim, target, out);
 }
 
 /// The device budgets, common to both families: registers and shared memory.
-fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Violation>) {
+fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut impl Report) {
     let regs = register_accumulators(g, head_dim);
     if g.family == Family::Hopper {
         // wgmma's accumulators stay in registers while the instruction runs: ptxas cannot
         // spill them, and fails to compile a consumer whose O, S and P exceed its share.
         let budget = hopper_consumer_registers(g);
         if regs > budget {
-            out.push(Violation {
-                rule: Rule::RegisterFile,
-                detail: format!(
-                    "{regs} accumulator registers per consumer thread (O {} + S {} + P {} at \
+            out.fail(
+                Rule::RegisterFile,
+                || {
+                    format!(
+                        "{regs} accumulator registers per consumer thread (O {} + S {} + P {} at \
                      D = {head_dim}, block_n = {}) exceed the {budget} a consumer of {} \
                      warpgroups has with producer_regs = {}",
-                    hopper_stored_columns(head_dim) / 2,
-                    g.block_n.get() / 2,
-                    g.block_n.get() / 4,
-                    g.block_n,
-                    g.consumer_wgs,
-                    g.allele_label(crate::genes::Gene::ProducerRegs)
-                ),
-                fix: "set producer_regs (setmaxnreg gives the consumers the producer's \
+                        hopper_stored_columns(head_dim) / 2,
+                        g.block_n.get() / 2,
+                        g.block_n.get() / 4,
+                        g.block_n,
+                        g.consumer_wgs,
+                        g.allele_label(crate::genes::Gene::ProducerRegs)
+                    )
+                },
+                || {
+                    "set producer_regs (setmaxnreg gives the consumers the producer's \
                       registers), or lower block_n or consumer_wgs"
-                    .into(),
-            });
+                        .into()
+                },
+            );
         }
         let pv = hopper_stored_columns(head_dim) / 2 + HOPPER_PV_OPERAND_REGS;
         let launch = hopper_launch_registers(g);
         if pv > launch {
-            out.push(Violation {
-                rule: Rule::RegisterFile,
-                detail: format!(
-                    "the O += P·V wgmma at D = {head_dim} needs {pv} registers per thread \
+            out.fail(
+                Rule::RegisterFile,
+                || {
+                    format!(
+                        "the O += P·V wgmma at D = {head_dim} needs {pv} registers per thread \
                      (O {} + {HOPPER_PV_OPERAND_REGS} for its operands), over the {launch} \
                      that the launch bound of {} consumer warpgroups gives every thread; \
                      ptxas checks each wgmma against the launch bound, whatever setmaxnreg \
                      gives later",
-                    hopper_stored_columns(head_dim) / 2,
-                    g.consumer_wgs
-                ),
-                fix: "lower consumer_wgs (two consumer warpgroups launch with 168 registers \
+                        hopper_stored_columns(head_dim) / 2,
+                        g.consumer_wgs
+                    )
+                },
+                || {
+                    "lower consumer_wgs (two consumer warpgroups launch with 168 registers \
                       a thread)"
-                    .into(),
-            });
+                        .into()
+                },
+            );
         }
     } else if regs > target.regs_per_thread() {
-        out.push(Violation {
-            rule: Rule::RegisterFile,
-            detail: format!(
+        out.fail(
+            Rule::RegisterFile,
+            || {
+                format!(
                 "{regs} accumulator floats per thread (block_m = {}, block_n = {}, warps = {}, \
                  D = {head_dim}) exceed {} registers",
                 g.block_m,
                 g.block_n,
                 g.warps,
                 target.regs_per_thread()
-            ),
-            fix: "raise warps, lower block_m / block_n, or keep O (o_accum) in \"smem\"".into(),
-        });
+            )
+            },
+            || "raise warps, lower block_m / block_n, or keep O (o_accum) in \"smem\"".into(),
+        );
     }
 
     let smem = SmemPlan::new(g, head_dim);
     if smem.total() > target.smem_per_block() {
-        out.push(Violation {
-            rule: Rule::SharedMemory,
-            detail: format!(
+        out.fail(
+Rule::SharedMemory,
+|| format!(
                 "{} bytes of shared memory (Q {} + K/V {} + S/P {} + stats {} + O {}{}) at D = {head_dim} \
                  exceed {} bytes on {target}",
                 smem.total(),
@@ -507,7 +557,7 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                 },
                 target.smem_per_block()
             ),
-            fix: if g.family == Family::Hopper {
+|| if g.family == Family::Hopper {
                 format!(
                     "lower stages, block_n or consumer_wgs, or set {}persistent = \"off\" \
                      (or cluster_combine = \"off\")",
@@ -527,11 +577,13 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut Vec<Vio
                 "lower stages, block_n or block_m, or move P (p_path) / O (o_accum) to \"regs\""
                     .into()
             },
-        });
+);
     }
 }
 
 /// True when no rule fails.
 pub fn is_valid(g: &Genome, head_dim: HeadDim, target: Target) -> bool {
-    violations(g, head_dim, target).is_empty()
+    let mut failures = Failures::default();
+    check(g, head_dim, target, &mut failures);
+    failures.0 == 0
 }

@@ -482,3 +482,34 @@ fn sampled_genomes_are_valid() {
 }
 
 mod hopper;
+
+/// `is_valid` checks the rules without describing a failure (the search calls it for
+/// every candidate it weighs); it must say exactly what `violations` says.
+#[test]
+fn is_valid_agrees_with_the_violations_it_does_not_describe() {
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let (mut valid, mut invalid) = (0, 0);
+    for _ in 0..5_000 {
+        let g = space::random_genome(&mut rng);
+        for d in HeadDim::ALL {
+            for t in Target::ALL {
+                let v = g.violations(d, t);
+                assert_eq!(
+                    g.is_valid(d, t),
+                    v.is_empty(),
+                    "{} at D{d} on {t}: {v:?}",
+                    g.summary()
+                );
+                if v.is_empty() {
+                    valid += 1;
+                } else {
+                    invalid += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        valid > 100 && invalid > 100,
+        "{valid} valid, {invalid} invalid"
+    );
+}
