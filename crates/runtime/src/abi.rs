@@ -189,8 +189,7 @@ pub struct TensorMapSpec {
 impl TensorMapSpec {
     /// From the four ints of `evo_tensor_maps`, refusing boxes the copy engine rejects.
     pub fn from_ints(v: &[i32]) -> Result<TensorMapSpec, String> {
-        let rows_ok = |r: i32| (1..=256).contains(&r);
-        if !rows_ok(v[0]) || !rows_ok(v[1]) {
+        if !box_rows_ok(v[0]) || !box_rows_ok(v[1]) {
             return Err(format!(
                 "{TENSOR_MAPS_SYMBOL} asks for boxes of {} (Q) and {} (K/V) rows; a box \
                  has 1..=256 rows",
@@ -217,7 +216,7 @@ impl TensorMapSpec {
     /// With O's map, from the int of `evo_tensor_map_o` (its box rows).
     pub fn with_o(self, v: &[i32]) -> Result<TensorMapSpec, String> {
         match v.first() {
-            Some(&r) if (1..=256).contains(&r) => Ok(TensorMapSpec {
+            Some(&r) if box_rows_ok(r) => Ok(TensorMapSpec {
                 o_rows: Some(r as u32),
                 ..self
             }),
@@ -228,6 +227,11 @@ impl TensorMapSpec {
             )),
         }
     }
+}
+
+/// Rows a box of the copy engine may have (each side of a box is 1..=256).
+fn box_rows_ok(rows: i32) -> bool {
+    (1..=256).contains(&rows)
 }
 
 /// The tensor maps of one call, in the signature's order: Q, K and V's, then O's for a

@@ -221,10 +221,10 @@ impl AttentionModule {
             q: encode_tensor_map(b.q, p, q, spec.q_rows, &spec)?,
             k: encode_tensor_map(b.k, p, kv, spec.kv_rows, &spec)?,
             v: encode_tensor_map(b.v, p, kv, spec.kv_rows, &spec)?,
-            o: match spec.o_rows {
-                Some(rows) => Some(encode_tensor_map(b.o, p, q, rows, &spec)?),
-                None => None,
-            },
+            o: spec
+                .o_rows
+                .map(|rows| encode_tensor_map(b.o, p, q, rows, &spec))
+                .transpose()?,
         }))
     }
 
