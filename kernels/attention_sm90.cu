@@ -62,7 +62,14 @@ namespace evo {
 constexpr int kD = EVO_HEAD_DIM;
 constexpr int kBN = EVO_BLOCK_N;
 constexpr int kWgs = EVO_CONSUMER_WGS;        // consumer warpgroups, 64 query rows each
-constexpr int kBM = 64 * kWgs;
+// EVO_WG_KEYS: the consumer warpgroups split the block's K/V tiles instead of its rows.
+// Every warpgroup computes the same 64 query rows over the tiles it % kWgs == cw, with its
+// own softmax and O; at the end of the stream they merge in shared memory (kKeysBytes)
+// and warpgroup 0 alone stores. A decode's block has a few live rows of 64 and a long
+// stream: one warpgroup holding each stage through S, softmax and P V leaves fewer
+// stages in flight (run D8's probe: 2% of the bandwidth); two take the stages in turn.
+constexpr bool kWgKeys = EVO_WG_KEYS != 0;
+constexpr int kBM = kWgKeys ? 64 : 64 * kWgs;
 constexpr int kThreads = 128 * (kWgs + 1);    // + the producer warpgroup
 constexpr int kStages = EVO_STAGES;
 constexpr int kSplit = EVO_SPLIT_KV;
@@ -110,6 +117,15 @@ static_assert(kStages >= 1 && kStages <= 4, "EVO_STAGES must be 1..4");
 static_assert(!EVO_EXP_FMA || EVO_EXP2, "EVO_EXP_FMA computes exp2: it needs EVO_EXP2");
 static_assert(kSplit >= 1 && kSplit <= 32 && (kSplit & (kSplit - 1)) == 0,
               "EVO_SPLIT_KV must be 1, 2, 4, 8, 16 or 32");
+static_assert(!kWgKeys || kWgs >= 2, "EVO_WG_KEYS splits the tiles among two or more consumer warpgroups");
+// A warpgroup waits only for its own tiles. A stage's full barrier is waited for by
+// parity, which tells apart two phases: the stage's previous use must be this
+// warpgroup's own tile (consumed, so that phase has completed) or a wait could pass on
+// the phase before it. So each stage belongs to one warpgroup: kStages % kWgs == 0.
+static_assert(!kWgKeys || kStages % kWgs == 0,
+              "EVO_WG_KEYS: EVO_STAGES must be a multiple of EVO_CONSUMER_WGS");
+static_assert(!kWgKeys || !kChained,
+              "EVO_WG_KEYS merges the warpgroups after a tile's stream, which a chain continues");
 static_assert(kLoad >= 0 && kLoad <= 2, "EVO_KV_LOAD must be 0 (direct), 1 (cp.async) or 2 (TMA)");
 static_assert(EVO_OVERLAP >= 0 && EVO_OVERLAP <= 2, "EVO_OVERLAP must be 0, 1 or 2 (chained)");
 static_assert(!kChained || kPersistent,
@@ -156,8 +172,12 @@ constexpr int kAlignSlack = 1024;                   // the dynamic base is align
 using Exchange = evo_cluster::Exchange<kD, kSplit>;
 constexpr int kExchanges = kPersistent ? 2 : 1;
 constexpr int kExchangeBytes = kCluster ? kWgs * kExchanges * Exchange::kBytes : 0;
-constexpr int kSmemTotal =
-    kAlignSlack + kQBytes + kOBytes + 2 * kStages * kTileBytes + kBarrierBytes + kExchangeBytes;
+// EVO_WG_KEYS: warpgroups 1.. leave their O (kDs / 2 floats a thread), m and l (2 each)
+// here for warpgroup 0, float j of thread t at [j][t].
+constexpr int kKeysFloats = kDs / 2 + 4;
+constexpr int kKeysBytes = kWgKeys ? (kWgs - 1) * kKeysFloats * 128 * 4 : 0;
+constexpr int kSmemTotal = kAlignSlack + kQBytes + kOBytes + 2 * kStages * kTileBytes +
+                           kBarrierBytes + kExchangeBytes + kKeysBytes;
 static_assert((4 + 4 * kStages + 2 * kWgs) * 8 <= kBarrierBytes, "barrier area too small");
 static_assert(kD % 16 == 0 && kDs - kD < 64, "tiles are stored as 64-column blocks");
 // ptxas checks each wgmma against the launch bound's registers (kLaunchRegs), whatever

@@ -44,6 +44,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
   sm.v0 = sm.k0 + kStages * kTileBytes;
   sm.bars = sm.v0 + kStages * kTileBytes;
   sm.exchange = sm.bars + kBarrierBytes;
+  sm.keys = sm.exchange + kExchangeBytes;
   // Packed (EVO_PACK_GQA): a head of the launch is a K/V head, and its rows are the Lq
   // queries of each of its G query heads in turn; H and Lq below count those.
   constexpr bool kPack = EVO_PACK_GQA != 0;
@@ -75,8 +76,8 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
     for (int s = 0; s < kStages; ++s) {
       mbar_init(sm.k_full(s), kFillers);
       mbar_init(sm.v_full(s), kFillers);
-      mbar_init(sm.k_empty(s), kWgs * 4);
-      mbar_init(sm.v_empty(s), kWgs * 4);
+      mbar_init(sm.k_empty(s), (kWgKeys ? 1 : kWgs) * 4);  // split keys: the tile's own
+      mbar_init(sm.v_empty(s), (kWgKeys ? 1 : kWgs) * 4);
     }
     if (kCluster)
       for (int j = 0; j < kWgs; ++j)
@@ -430,17 +431,24 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
   for (int t = sched.first(), k = 0; t < sched.count(); t += sched.stride(), ++k) {
     const Work w = sched.work(t);
     const KvRange r = kv_range(w, mk);
-    const int n_tiles = r.count, t_begin = r.begin;
-    const uint32_t q_wg = sm.q + c.cw * 64 * kRowBytes;
+    const int n_all = r.count, t_begin = r.begin;
+    // This warpgroup's tiles, it = 0 .. n_tiles - 1, at ring position kv + pos(it): all
+    // of the block's, or (EVO_WG_KEYS) every kWgs-th from its own index.
+    const int n_tiles = !kWgKeys ? n_all : n_all > c.cw ? (n_all - c.cw + kWgs - 1) / kWgs : 0;
+    auto pos = [&](int it) { return kWgKeys ? c.cw + it * kWgs : it; };
+    // Ping-pong turns go round the warpgroups, so every warpgroup takes as many as the
+    // one with the most tiles (warpgroup 0); one with fewer takes the rest empty.
+    const int n_turned = kWgKeys ? (n_all + kWgs - 1) / kWgs : n_tiles;
+    const uint32_t q_wg = sm.q + (kWgKeys ? 0 : c.cw * 64 * kRowBytes);
     c.begin(w, warp);
     zero_o();
     mbar_wait(sm.q_full(0), q_parity(k));
-    // Q is released once the tile's last S = Q K^T has completed.
+    // Q is released once the warpgroup's last S = Q K^T has completed.
     auto release_k = [&](int it) {
-      arrive(sm.k_empty(stage(kv + it)));
+      arrive(sm.k_empty(stage(kv + pos(it))));
       if (it == n_tiles - 1) arrive(sm.q_empty(0));
     };
-    auto release_v = [&](int it) { arrive(sm.v_empty(stage(kv + it))); };
+    auto release_v = [&](int it) { arrive(sm.v_empty(stage(kv + pos(it)))); };
     if (n_tiles == 0) arrive(sm.q_empty(0));
     // A warpgroup with no rows in this block: the loops below without their GEMMs and
     // softmax, keeping the same waits, releases and ping-pong turns in the same order.
@@ -449,43 +457,43 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
 #if EVO_OVERLAP
     // Intra-warpgroup overlap (FlashAttention-3): tile j+1's S = Q K^T is issued before
     // tile j's O += P V, and its softmax runs while P V is on the tensor cores.
-    Turns turns{c.cw, n_tiles > 0 ? n_tiles + 1 : 0, 0};
+    Turns turns{c.cw, n_turned > 0 ? n_turned + 1 : 0, 0};
     turns.open();
     if (idle) {
       for (int it = 0; it < n_tiles; ++it) {
-        mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
+        mbar_wait(sm.k_full(stage(kv + pos(it))), parity(kv + pos(it)));
         turns.begin();
-        if (it > 0) mbar_wait(sm.v_full(stage(kv + it - 1)), parity(kv + it - 1));
+        if (it > 0) mbar_wait(sm.v_full(stage(kv + pos(it - 1))), parity(kv + pos(it - 1)));
         turns.end();
         release_k(it);
         if (it > 0) release_v(it - 1);
       }
       if (n_tiles > 0) {
-        mbar_wait(sm.v_full(stage(kv + n_tiles - 1)), parity(kv + n_tiles - 1));
+        mbar_wait(sm.v_full(stage(kv + pos(n_tiles - 1))), parity(kv + pos(n_tiles - 1)));
         turns.begin();
         turns.end();
         release_v(n_tiles - 1);
       }
     } else {
       if (n_tiles > 0) {
-        mbar_wait(sm.k_full(stage(kv)), parity(kv));
+        mbar_wait(sm.k_full(stage(kv + pos(0))), parity(kv + pos(0)));
         turns.begin();
-        issue_qk(sc, q_wg, sm.k(stage(kv)));
+        issue_qk(sc, q_wg, sm.k(stage(kv + pos(0))));
         turns.end();
         wgmma_wait<0>();
         keep_s();
         release_k(0);
-        softmax(c, sc, t_begin * kBN, alpha);
+        softmax(c, sc, (t_begin + pos(0)) * kBN, alpha);
         to_p(sc, p);
       }
       for (int it = 1; it < n_tiles; ++it) {
-        const int n0 = (t_begin + it) * kBN;
-        mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
+        const int n0 = (t_begin + pos(it)) * kBN;
+        mbar_wait(sm.k_full(stage(kv + pos(it))), parity(kv + pos(it)));
         turns.begin();
-        issue_qk(sc, q_wg, sm.k(stage(kv + it)));
+        issue_qk(sc, q_wg, sm.k(stage(kv + pos(it))));
         rescale(o, alpha);
-        mbar_wait(sm.v_full(stage(kv + it - 1)), parity(kv + it - 1));
-        issue_pv(o, p, sm.v(stage(kv + it - 1)));
+        mbar_wait(sm.v_full(stage(kv + pos(it - 1))), parity(kv + pos(it - 1)));
+        issue_pv(o, p, sm.v(stage(kv + pos(it - 1))));
         turns.end();
         wgmma_wait<1>();
         keep_s();
@@ -499,9 +507,9 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
       if (n_tiles > 0) {
         const int last = n_tiles - 1;
         rescale(o, alpha);
-        mbar_wait(sm.v_full(stage(kv + last)), parity(kv + last));
+        mbar_wait(sm.v_full(stage(kv + pos(last))), parity(kv + pos(last)));
         turns.begin();
-        issue_pv(o, p, sm.v(stage(kv + last)));
+        issue_pv(o, p, sm.v(stage(kv + pos(last))));
         turns.end();
         wgmma_wait<0>();
         keep_o_p();
@@ -510,23 +518,23 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
     }
 #else
     // One tile at a time: S = Q K^T, wait, softmax, O += P V, wait.
-    Turns turns{c.cw, 2 * n_tiles, 0};
+    Turns turns{c.cw, 2 * n_turned, 0};
     turns.open();
     for (int it = 0; it < n_tiles && idle; ++it) {
-      mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
+      mbar_wait(sm.k_full(stage(kv + pos(it))), parity(kv + pos(it)));
       turns.begin();
       turns.end();
       release_k(it);
-      mbar_wait(sm.v_full(stage(kv + it)), parity(kv + it));
+      mbar_wait(sm.v_full(stage(kv + pos(it))), parity(kv + pos(it)));
       turns.begin();
       turns.end();
       release_v(it);
     }
     for (int it = 0; it < n_tiles && !idle; ++it) {
-      const int n0 = (t_begin + it) * kBN;
-      mbar_wait(sm.k_full(stage(kv + it)), parity(kv + it));
+      const int n0 = (t_begin + pos(it)) * kBN;
+      mbar_wait(sm.k_full(stage(kv + pos(it))), parity(kv + pos(it)));
       turns.begin();
-      issue_qk(sc, q_wg, sm.k(stage(kv + it)));
+      issue_qk(sc, q_wg, sm.k(stage(kv + pos(it))));
       turns.end();
       wgmma_wait<0>();
       keep_s();
@@ -534,16 +542,59 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
       softmax(c, sc, n0, alpha);
       rescale(o, alpha);
       to_p(sc, p);
-      mbar_wait(sm.v_full(stage(kv + it)), parity(kv + it));
+      mbar_wait(sm.v_full(stage(kv + pos(it))), parity(kv + pos(it)));
       turns.begin();
-      issue_pv(o, p, sm.v(stage(kv + it)));
+      issue_pv(o, p, sm.v(stage(kv + pos(it))));
       turns.end();
       wgmma_wait<0>();
       keep_o_p();
       release_v(it);
     }
 #endif
-    kv += n_tiles;
+    if (kWgKeys) turns.pad();
+    kv += n_all;
+#if EVO_WG_KEYS
+    // The warpgroups' softmax states and O merge into warpgroup 0's (all of them have the
+    // same rows, so `idle` is theirs alike); then warpgroup 0 alone goes on to the
+    // epilogue. Thread t of every warpgroup holds the same rows and columns, and l's
+    // per-lane partials all take their row's factor. The first barrier also keeps a
+    // warpgroup from overwriting its exchange before warpgroup 0 has read the last one.
+    if (!idle) {
+      float* const keys = reinterpret_cast<float*>(smem_raw + (sm.keys - raw)) + tid;
+      asm volatile("bar.sync 8, %0;" ::"r"(kWgs * 128) : "memory");
+      if (c.cw > 0) {
+        float* const mine = keys + (c.cw - 1) * kKeysFloats * 128;
+#pragma unroll
+        for (int j = 0; j < kDs / 2; ++j) mine[j * 128] = o[j];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          mine[(kDs / 2 + i) * 128] = c.m[i];
+          mine[(kDs / 2 + 2 + i) * 128] = c.l[i];
+        }
+      }
+      asm volatile("bar.sync 8, %0;" ::"r"(kWgs * 128) : "memory");
+      if (c.cw > 0) continue;
+      for (int g = 1; g < kWgs; ++g) {
+        const float* const other = keys + (g - 1) * kKeysFloats * 128;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const float m1 = other[(kDs / 2 + i) * 128], l1 = other[(kDs / 2 + 2 + i) * 128];
+          const float mx = fmaxf(c.m[i], m1);
+          const float mu = mx == neg_inf() ? 0.0f : mx;  // both saw only masked keys
+          const float a0 = EVO_EXPF(c.m[i] - mu), a1 = EVO_EXPF(m1 - mu);
+          c.l[i] = c.l[i] * a0 + l1 * a1;
+          c.m[i] = mx;
+#pragma unroll
+          for (int j = 0; j < kD / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              o[4 * j + 2 * i + e] = o[4 * j + 2 * i + e] * a0 + other[(4 * j + 2 * i + e) * 128] * a1;
+        }
+      }
+    } else if (c.cw > 0) {
+      continue;
+    }
+#endif
     if (kCluster) {
       // The splits merge in the cluster; each CTA stores its slice of O's columns. The
       // CTAs of a cluster compute the same query block, so a warpgroup with no rows has

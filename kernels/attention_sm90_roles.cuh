@@ -61,7 +61,7 @@ __device__ __forceinline__ int q_slot(int k) { return kChained ? k & 1 : 0; }
 __device__ __forceinline__ uint32_t q_parity(int k) { return kChained ? (k >> 1) & 1 : k & 1; }
 
 struct Smem {
-  uint32_t q, o, k0, v0, bars, exchange;
+  uint32_t q, o, k0, v0, bars, exchange, keys;
   __device__ uint32_t k(int s) const { return k0 + s * kTileBytes; }
   __device__ uint32_t v(int s) const { return v0 + s * kTileBytes; }
   // Q is released once the tile's last S = Q K^T has completed: a persistent CTA's
@@ -118,7 +118,7 @@ struct Consumer {
   Mask mk;
   // Starts a tile: its rows (query block m_block) and an empty softmax.
   __device__ void begin(const Work& w, int warp) {
-    wg_row0 = w.row0 + cw * 64;
+    wg_row0 = w.row0 + (kWgKeys ? 0 : cw * 64);
     row[0] = wg_row0 + warp * 16 + lane / 4;
     row[1] = row[0] + 8;
     m[0] = m[1] = neg_inf();
@@ -272,6 +272,15 @@ struct Turns {
   __device__ void open() {
 #if EVO_PINGPONG
     if (cw == kWgs - 1 && total != 0) asm volatile("bar.arrive 1, 256;" ::: "memory");
+#endif
+  }
+  // The turns left to take, empty (EVO_WG_KEYS: a warpgroup with fewer tiles).
+  __device__ void pad() {
+#if EVO_PINGPONG
+    while (taken < total) {
+      begin();
+      end();
+    }
 #endif
   }
 };

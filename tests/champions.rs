@@ -72,6 +72,20 @@ fn the_table_is_the_searches_and_the_bench() {
         assert_eq!(us("sdpa-cudnn"), class.cudnn_us, "{}", class.name);
         let x = class.cudnn_us.unwrap() / class.median_us.unwrap();
         assert!((class.speedup_vs_cudnn.unwrap() - x).abs() < 1e-9);
+        // The record ran with --cold-l2: the cold pair is that run's cold rows.
+        assert_eq!(
+            us(&format!("champion {} (cold L2)", class.name)),
+            class.cold_us,
+            "{}",
+            class.name
+        );
+        assert_eq!(
+            us("sdpa-cudnn (cold L2)"),
+            class.cudnn_cold_us,
+            "{}",
+            class.name
+        );
+        assert!(class.cold_us.is_some() && class.cudnn_cold_us.is_some());
     }
 }
 

@@ -9,7 +9,9 @@
 # Usage (repository root): bash experiments/2026-11-26-h100-long-searches/run-search.sh RUN ROW[:FROM] MINUTES [ROW[:FROM] MINUTES]
 #   ROW: l4096c (B2 H16 L4096 D128 causal), l8192 (B1 H16 L8192 D128), l4096 (B2 H16 L4096 D128),
 #        seed (B1 H8 L512 D64), seedc (B1 H8 L512 D64 causal),
-#        d256 (B1 H16/8 L4096 D256 causal), d96 (B1 H32 L4096 D96 causal)
+#        d256 (B1 H16/8 L4096 D256 causal), d96 (B1 H32 L4096 D96 causal),
+#        decode (B16 H32/8 Lq1 Lk8192 D128 causal-br; added for run S1 of
+#        experiments/2026-11-26-h100-decode-3)
 #   EXTRA_SEEDS (environment): more genome files to seed each search with, after the class's
 #   champion (e.g. a twin timed faster than it).
 #   FROM: an earlier search folder of the row to resume (`evo evolve --experiment` replays its
@@ -42,6 +44,8 @@ while [ $# -ge 2 ]; do
     near="b1-h32-l4096-d96-causal b1-h32kv8-l4096-d128-causal" ;;
   d96) P=1,32,4096,4096,96,f16,causal; cls=b1-h32-l4096-d96-causal
     near="b1-h16kv8-l4096-d256-causal b1-h32kv8-l4096-d128-causal b2-h16-l4096-d128-causal" ;;
+  decode) P=16,32,1,8192,128,f16,causal=br,kv=8; cls=b16-h32kv8-lq1-lk8192-d128-causal-br
+    near="b16-h32kv1-lq1-lk8192-d128-causal-br b1-h32kv8-l4096-d128-causal" ;;
   *) echo "unknown row $row"; exit 2 ;;
   esac
   seeds=$R/seeds-$row; mkdir -p $seeds

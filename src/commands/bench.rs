@@ -384,7 +384,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 /// This run's figures into the dispatch table: each champion's median on its shape, the
-/// SDPA cuDNN median of the same run, the speed-up, and where the run is recorded.
+/// SDPA cuDNN median of the same run, the speed-up, both again on a cold L2 (with
+/// --cold-l2), and where the run is recorded.
 fn record(
     table: &mut evo_genome::dispatch::DispatchTable,
     rows: &[Row],
@@ -413,6 +414,11 @@ fn record(
         class.median_us = Some(us);
         class.cudnn_us = cudnn;
         class.speedup_vs_cudnn = cudnn.map(|c| c / us);
+        // With --cold-l2, the same comparison with each side launched alone after an L2
+        // read-over (a replay figure can flatter either side: run D10 of
+        // experiments/2026-11-26-h100-decode-3).
+        class.cold_us = median(&format!("champion {} (cold L2)", class.name));
+        class.cudnn_cold_us = median("sdpa-cudnn (cold L2)");
         class.bench = Some(format!("{bench} ({}, {})", table.device, args.dtype));
     }
     Ok(())

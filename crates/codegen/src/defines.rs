@@ -7,7 +7,7 @@
 
 use evo_genome::{
     Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad, Math, OStore, Overlap, Residence,
-    SmemLayout, Switch,
+    SmemLayout, Switch, WgSplit,
 };
 use std::fmt;
 
@@ -115,7 +115,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         Overlap::On => 1,
         Overlap::Chained => 2,
     };
-    let list: [(&str, u32); 18] = [
+    let list: [(&str, u32); 19] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
         ("EVO_BLOCK_N", g.block_n.get()),
@@ -136,6 +136,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ),
         ("EVO_O_DIRECT", u32::from(g.o_store == OStore::Direct)),
         ("EVO_O_TMA", u32::from(g.o_store == OStore::Tma)),
+        ("EVO_WG_KEYS", u32::from(g.wg_split == WgSplit::Keys)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
     ];
     Defines(

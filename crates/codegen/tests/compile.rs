@@ -6,8 +6,9 @@
 
 use evo_codegen::*;
 use evo_genome::{
-    space, BlockN, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad, Math, OStore,
-    Overlap, ProducerRegs, RegCap, SplitKv, Stages, Switch, Target, VecBytes,
+    space, BlockN, ConsumerWgs, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad,
+    Math, OStore, Overlap, ProducerRegs, RegCap, SplitKv, Stages, Switch, Target, VecBytes,
+    WgSplit,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -99,6 +100,11 @@ fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
             "cp.async.cg 16-byte copies (hopper_load = cp_async)",
             g.hopper_load == HopperLoad::CpAsync,
             ptx.contains("cp.async.cg.shared.global"),
+        );
+        expect(
+            "the warpgroups' merge barrier, bar.sync 8 (wg_split = keys)",
+            g.wg_split == WgSplit::Keys,
+            ptx.contains("bar.sync 8,"),
         );
         expect(
             "setmaxnreg (producer_regs set)",
@@ -443,6 +449,33 @@ fn nvrtc_sweep_hopper_alleles() {
         };
         at_every_fitting_head_dim(&mut jobs, tma);
     }
+    // `wg_split = "keys"`: fa3's warpgroups (and three, with three stages) splitting the
+    // tiles, each overlap the rules allow, one tile per CTA and persistent, and merged
+    // across a 2-CTA cluster after their own merge, at every head dim that fits.
+    for (wgs, stages) in [(ConsumerWgs::C2, Stages::S2), (ConsumerWgs::C3, Stages::S3)] {
+        for overlap in [Overlap::Off, Overlap::On] {
+            for persistent in Switch::ALL {
+                let keys = evo_genome::Genome {
+                    wg_split: WgSplit::Keys,
+                    consumer_wgs: wgs,
+                    stages,
+                    softmax_overlap: overlap,
+                    persistent: *persistent,
+                    ..fa3.genes
+                };
+                at_every_fitting_head_dim(&mut jobs, keys);
+            }
+        }
+    }
+    at_every_fitting_head_dim(
+        &mut jobs,
+        evo_genome::Genome {
+            wg_split: WgSplit::Keys,
+            split_kv: SplitKv::K2,
+            cluster_combine: Switch::On,
+            ..fa3.genes
+        },
+    );
     assert!(jobs.len() >= 50, "{} jobs", jobs.len());
     assert_no_failures(sweep("hopper alleles", &jobs));
 }

@@ -57,6 +57,13 @@ pub struct ShapeClass {
     /// cudnn_us / median_us.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speedup_vs_cudnn: Option<f64>,
+    /// With `--cold-l2`: the champion's median launched alone after a read over the L2,
+    /// and cuDNN's the same way, in that same run (the comparison that does not depend
+    /// on how each side's back-to-back replays behave).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cudnn_cold_us: Option<f64>,
     /// The bench record those figures come from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bench: Option<String>,
@@ -286,6 +293,8 @@ mod tests {
             median_us: None,
             cudnn_us: None,
             speedup_vs_cudnn: None,
+            cold_us: None,
+            cudnn_cold_us: None,
             bench: None,
         }
     }

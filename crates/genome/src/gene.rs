@@ -6,7 +6,7 @@
 use crate::genes::{
     BlockN, ConsumerWgs, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore,
     Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch,
-    Tile, VecBytes, Warps,
+    Tile, VecBytes, Warps, WgSplit,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -41,10 +41,11 @@ pub enum Gene {
     PackGqa,
     ClusterCombine,
     OStore,
+    WgSplit,
 }
 
 /// Number of genes.
-pub const GENES: usize = 26;
+pub const GENES: usize = 27;
 
 impl Gene {
     /// All genes in canonical order.
@@ -75,6 +76,7 @@ impl Gene {
         Gene::PackGqa,
         Gene::ClusterCombine,
         Gene::OStore,
+        Gene::WgSplit,
     ];
 
     /// The field name used in TOML and reports.
@@ -106,6 +108,7 @@ impl Gene {
             Gene::PackGqa => "pack_gqa",
             Gene::ClusterCombine => "cluster_combine",
             Gene::OStore => "o_store",
+            Gene::WgSplit => "wg_split",
         }
     }
 
@@ -133,6 +136,7 @@ impl Gene {
                 | Gene::PackGqa
                 | Gene::ClusterCombine
                 | Gene::OStore
+                | Gene::WgSplit
         )
     }
 
@@ -151,7 +155,8 @@ impl Gene {
             | Gene::SoftmaxOverlap
             | Gene::Persistent
             | Gene::ClusterCombine
-            | Gene::OStore => family == Family::Hopper,
+            | Gene::OStore
+            | Gene::WgSplit => family == Family::Hopper,
             _ => family == Family::Ampere,
         }
     }
@@ -202,6 +207,7 @@ impl Gene {
             }
             Gene::SoftmaxOverlap => labels(Overlap::ALL),
             Gene::OStore => labels(OStore::ALL),
+            Gene::WgSplit => labels(WgSplit::ALL),
         }
     }
 }
@@ -248,6 +254,7 @@ impl Genome {
             Gene::PackGqa => index_of(Switch::ALL, &self.pack_gqa),
             Gene::ClusterCombine => index_of(Switch::ALL, &self.cluster_combine),
             Gene::OStore => index_of(OStore::ALL, &self.o_store),
+            Gene::WgSplit => index_of(WgSplit::ALL, &self.wg_split),
         }
     }
 
@@ -284,6 +291,7 @@ impl Genome {
             Gene::PackGqa => g.pack_gqa = Switch::ALL[index],
             Gene::ClusterCombine => g.cluster_combine = Switch::ALL[index],
             Gene::OStore => g.o_store = OStore::ALL[index],
+            Gene::WgSplit => g.wg_split = WgSplit::ALL[index],
         }
         g
     }

@@ -309,6 +309,10 @@ pub struct Genome {
     /// frees the persistent grid's O staging buffer for wider K/V tiles.
     #[serde(default, skip_serializing_if = "is_default")]
     pub o_store: OStore,
+    /// Hopper: whether the consumer warpgroups split the query rows (64 each) or the
+    /// block's K/V tiles ([`WgSplit`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub wg_split: WgSplit,
 }
 
 // The gene macros own the enum's derives; its default is the value a file written
@@ -367,6 +371,28 @@ categorical! {
 impl Default for OStore {
     fn default() -> OStore {
         OStore::Staged
+    }
+}
+
+categorical! {
+    /// Hopper: what the consumer warpgroups divide among themselves.
+    WgSplit {
+        /// The query rows: warpgroup c computes rows 64c..64c+63 of the block over
+        /// every K/V tile.
+        Rows => "rows",
+        /// The K/V tiles: every warpgroup computes the block's 64 rows over the tiles
+        /// it % consumer_wgs == c, with its own softmax and O, merged in shared memory
+        /// at the end of the stream; each stage is computed by one warpgroup, so one
+        /// holds it only for its own tiles (a decode: a few live rows, a long stream).
+        Keys => "keys",
+    }
+}
+
+// The enum's derives are the `categorical!` macro's, which has no `Default`.
+#[allow(clippy::derivable_impls)]
+impl Default for WgSplit {
+    fn default() -> WgSplit {
+        WgSplit::Rows
     }
 }
 
@@ -481,6 +507,7 @@ impl Genome {
     pub fn rows_per_cta(&self) -> u32 {
         match self.family {
             Family::Ampere => self.block_m.get(),
+            Family::Hopper if self.wg_split == WgSplit::Keys => 64,
             Family::Hopper => 64 * self.consumer_wgs.get(),
         }
     }
@@ -554,6 +581,7 @@ impl Genome {
             pack_gqa: Switch::Off,
             cluster_combine: Switch::Off,
             o_store: OStore::Staged,
+            wg_split: WgSplit::Rows,
         }
     }
 }

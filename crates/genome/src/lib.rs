@@ -21,7 +21,7 @@ pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
     BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore,
     Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch,
-    Tile, VecBytes, Warps, GENES,
+    Tile, VecBytes, Warps, WgSplit, GENES,
 };
 pub use problem::{Dtype, HeadDim, MaskAlign, MaskArgs, Problem, SPEC_FORM};
 pub use rules::{Rule, SmemPlan, Violation};
@@ -61,6 +61,7 @@ impl Genome {
                 Gene::PackGqa => self.pack_gqa == Switch::Off,
                 Gene::ClusterCombine => self.cluster_combine == Switch::Off,
                 Gene::OStore => self.o_store == OStore::Staged,
+                Gene::WgSplit => self.wg_split == WgSplit::Rows,
                 _ => false,
             };
             if implied {
@@ -95,10 +96,15 @@ impl Genome {
     pub fn summary(&self) -> String {
         if self.family == Family::Hopper {
             return format!(
-                "hopper wgmma {}x{} wg{} {} s{} {} split{}{} regs:{} pingpong:{} overlap:{}{}",
+                "hopper wgmma {}x{} wg{}{} {} s{} {} split{}{} regs:{} pingpong:{} overlap:{}{}",
                 self.rows_per_cta(),
                 self.block_n,
                 self.consumer_wgs,
+                if self.wg_split == WgSplit::Keys {
+                    ":keys"
+                } else {
+                    ""
+                },
                 self.hopper_load,
                 self.stages,
                 self.exp,

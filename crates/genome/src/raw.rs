@@ -4,7 +4,7 @@
 use crate::genes::{
     producer_regs_serde, reg_cap_serde, BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome,
     HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps, RegCap,
-    Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps,
+    Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps, WgSplit,
 };
 use serde::Deserialize;
 
@@ -48,6 +48,8 @@ pub(crate) struct RawGenome {
     cluster_combine: Switch,
     #[serde(default)]
     o_store: OStore,
+    #[serde(default)]
+    wg_split: WgSplit,
 }
 
 #[derive(Deserialize)]
@@ -135,6 +137,7 @@ impl TryFrom<RawGenome> for Genome {
             pack_gqa: r.pack_gqa,
             cluster_combine: r.cluster_combine,
             o_store: r.o_store,
+            wg_split: r.wg_split,
         })
     }
 }

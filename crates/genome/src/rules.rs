@@ -7,7 +7,7 @@
 //! template merely lacks is a template bug, never a rule.
 
 use crate::genes::{
-    ConsumerWgs, Family, Genome, Math, OStore, Overlap, Residence, SmemLayout, Switch,
+    ConsumerWgs, Family, Genome, Math, OStore, Overlap, Residence, SmemLayout, Switch, WgSplit,
 };
 use crate::problem::HeadDim;
 use crate::target::Target;
@@ -40,10 +40,16 @@ pub enum Rule {
     ClusterCombineSplits,
     /// The cluster merge follows a tile's epilogue, which a chain folds into its stream.
     ClusterCombineNotChained,
+    /// Splitting the K/V tiles among consumer warpgroups needs two or more of them.
+    WgKeysNeedsTwoWarpgroups,
+    /// Split by keys, each stage belongs to one warpgroup: stages a multiple of them.
+    WgKeysStages,
+    /// The keys split merges the warpgroups after a tile's stream, which a chain continues.
+    WgKeysNotChained,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 14] = [
         Rule::PRegsNeedsMma,
         Rule::ORegsNeedsKnownLayout,
         Rule::SwizzleNeedsAddressedLoads,
@@ -55,6 +61,9 @@ impl Rule {
         Rule::ChainedNeedsPersistent,
         Rule::ClusterCombineSplits,
         Rule::ClusterCombineNotChained,
+        Rule::WgKeysNeedsTwoWarpgroups,
+        Rule::WgKeysStages,
+        Rule::WgKeysNotChained,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,6 +79,9 @@ impl Rule {
             Rule::ChainedNeedsPersistent => "chained_needs_persistent",
             Rule::ClusterCombineSplits => "cluster_combine_splits",
             Rule::ClusterCombineNotChained => "cluster_combine_not_chained",
+            Rule::WgKeysNeedsTwoWarpgroups => "wg_keys_needs_two_warpgroups",
+            Rule::WgKeysStages => "wg_keys_stages",
+            Rule::WgKeysNotChained => "wg_keys_not_chained",
         }
     }
 
@@ -122,6 +134,21 @@ impl Rule {
                  the cluster; chained overlap folds a tile's epilogue into the next tile's \
                  first steps, and the template's chained stream has no merge written into it"
             }
+            Rule::WgKeysNeedsTwoWarpgroups => {
+                "wg_split = \"keys\" divides the K/V tiles among the consumer warpgroups; with \
+                 one there is nothing to divide (it is the rows kernel)"
+            }
+            Rule::WgKeysStages => {
+                "split by keys, a warpgroup waits only for its own tiles, on a stage's mbarrier \
+                 by phase parity, which tells two phases apart: the stage's previous use must \
+                 be the same warpgroup's (done with, so that phase has completed), or the wait \
+                 could pass on the phase before it; so every stage belongs to one warpgroup"
+            }
+            Rule::WgKeysNotChained => {
+                "the keys split merges the warpgroups' softmax states and O after a tile's \
+                 last P·V; chained overlap continues the stream into the next tile's first \
+                 steps, and the template's chained stream has no merge written into it"
+            }
         }
     }
 }
@@ -172,6 +199,10 @@ pub struct SmemPlan {
     /// Hopper `cluster_combine`: where the other splits' partial O and softmax
     /// statistics arrive ([`cluster_exchange_bytes`]).
     pub exchange: u32,
+    /// Hopper `wg_split = "keys"`: where warpgroups 1.. leave their O and softmax
+    /// statistics for warpgroup 0 ([`keys_merge_bytes`]).
+    #[serde(default)]
+    pub keys: u32,
 }
 
 impl SmemPlan {
@@ -193,6 +224,7 @@ impl SmemPlan {
                 // slot). Otherwise O reuses Q's rows, or is not staged (`o_store`).
                 o: if hopper_second_q_buffer(g) { q } else { 0 },
                 exchange: cluster_exchange_bytes(g, head_dim),
+                keys: keys_merge_bytes(g, head_dim),
             };
         }
         let bm = g.block_m.get();
@@ -220,11 +252,12 @@ impl SmemPlan {
             stats,
             o,
             exchange: 0,
+            keys: 0,
         }
     }
 
     pub fn total(&self) -> u32 {
-        self.q + self.kv + self.s_p + self.stats + self.o + self.exchange
+        self.q + self.kv + self.s_p + self.stats + self.o + self.exchange + self.keys
     }
 }
 
@@ -256,6 +289,16 @@ pub fn cluster_exchange_bytes(g: &Genome, head_dim: HeadDim) -> u32 {
     let groups = (head_dim.get() / 8).div_ceil(s);
     let exchanges = if g.persistent == Switch::On { 2 } else { 1 };
     exchanges * g.consumer_wgs.get() * (s - 1) * (groups + 1) * 16 * 128
+}
+
+/// Hopper `wg_split = "keys"` (the template's `kKeysBytes`): each consumer warpgroup but
+/// the first leaves, per thread, its O accumulators (the stored columns / 2) and the m
+/// and l of its two rows, 4 bytes each.
+pub fn keys_merge_bytes(g: &Genome, head_dim: HeadDim) -> u32 {
+    if g.family != Family::Hopper || g.wg_split != WgSplit::Keys {
+        return 0;
+    }
+    (g.consumer_wgs.get().saturating_sub(1)) * (hopper_stored_columns(head_dim) / 2 + 4) * 128 * 4
 }
 
 /// Hopper: bytes by which the template aligns the dynamic shared-memory base up
@@ -404,6 +447,39 @@ fn check(g: &Genome, head_dim: HeadDim, target: Target, out: &mut impl Report) {
                 || "set softmax_overlap = \"on\", or cluster_combine = \"off\"".into(),
             );
         }
+        if g.wg_split == WgSplit::Keys {
+            if g.consumer_wgs == ConsumerWgs::C1 {
+                out.fail(
+                    Rule::WgKeysNeedsTwoWarpgroups,
+                    || "wg_split = \"keys\" with consumer_wgs = 1".into(),
+                    || "set consumer_wgs = 2 or 3, or wg_split = \"rows\"".into(),
+                );
+            } else if !g.stages.get().is_multiple_of(g.consumer_wgs.get()) {
+                out.fail(
+                    Rule::WgKeysStages,
+                    || {
+                        format!(
+                            "wg_split = \"keys\" with stages = {} over consumer_wgs = {}",
+                            g.stages, g.consumer_wgs
+                        )
+                    },
+                    || {
+                        format!(
+                            "set stages to a multiple of {} (or consumer_wgs to one that \
+                             divides {}), or wg_split = \"rows\"",
+                            g.consumer_wgs, g.stages
+                        )
+                    },
+                );
+            }
+            if g.softmax_overlap == Overlap::Chained {
+                out.fail(
+                    Rule::WgKeysNotChained,
+                    || "wg_split = \"keys\" with softmax_overlap = \"chained\"".into(),
+                    || "set softmax_overlap = \"on\", or wg_split = \"rows\"".into(),
+                );
+            }
+        }
         budget_rules(g, head_dim, target, out);
         return;
     }
@@ -542,7 +618,7 @@ fn budget_rules(g: &Genome, head_dim: HeadDim, target: Target, out: &mut impl Re
         out.fail(
 Rule::SharedMemory,
 || format!(
-                "{} bytes of shared memory (Q {} + K/V {} + S/P {} + stats {} + O {}{}) at D = {head_dim} \
+                "{} bytes of shared memory (Q {} + K/V {} + S/P {} + stats {} + O {}{}{}) at D = {head_dim} \
                  exceed {} bytes on {target}",
                 smem.total(),
                 smem.q,
@@ -555,12 +631,17 @@ Rule::SharedMemory,
                 } else {
                     String::new()
                 },
+                if smem.keys > 0 {
+                    format!(" + warpgroup merge {}", smem.keys)
+                } else {
+                    String::new()
+                },
                 target.smem_per_block()
             ),
 || if g.family == Family::Hopper {
                 format!(
                     "lower stages, block_n or consumer_wgs, or set {}persistent = \"off\" \
-                     (or cluster_combine = \"off\")",
+                     (or cluster_combine = \"off\"){}",
                     // Only where the direct store would free the buffer (not chained).
                     if hopper_second_q_buffer(g)
                         && !hopper_second_q_buffer(&Genome {
@@ -569,6 +650,11 @@ Rule::SharedMemory,
                         })
                     {
                         "o_store = \"direct\" or "
+                    } else {
+                        ""
+                    },
+                    if smem.keys > 0 {
+                        ", or wg_split = \"rows\" (no merge area)"
                     } else {
                         ""
                     }

@@ -4,7 +4,7 @@
 //! not apply to its family at their baseline ([`Genome::canonical`]). Only the
 //! *structural* genes (family, math, residence, tiles, warps, consumer warpgroups,
 //! stages, layout, the persistent grid, chained overlap, the split, the cluster
-//! merge and O's store path) take part in the rules; the others (producer warps, load kinds, vector width,
+//! merge, O's store path and what the consumer warpgroups split) take part in the rules; the others (producer warps, load kinds, vector width,
 //! exp, register cap, min blocks, packed grouped heads) never change validity. Counting therefore walks the structural product of each family
 //! and multiplies by that family's free product; a test checks the independence
 //! claim on random genomes.
@@ -15,8 +15,9 @@ use crate::target::Target;
 use rand::Rng;
 
 /// Genes that appear in at least one validity rule.
-pub const STRUCTURAL: [Gene; 18] = [
+pub const STRUCTURAL: [Gene; 19] = [
     Gene::Family,
+    Gene::WgSplit,
     Gene::OStore,
     Gene::SplitKv,
     Gene::ClusterCombine,

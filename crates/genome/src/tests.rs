@@ -73,9 +73,10 @@ fn every_gene_has_the_alleles_of_the_design() {
     assert_eq!(labels(Gene::PackGqa), "off,on");
     assert_eq!(labels(Gene::ClusterCombine), "off,on");
     assert_eq!(labels(Gene::OStore), "staged,direct,tma");
+    assert_eq!(labels(Gene::WgSplit), "rows,keys");
     // The 16 Ampere genes' product (859,963,392: 16 block_n, 3 exp and 6 split_kv
-    // alleles) times the 10 added genes' (2 x 3 x 3 x 4 x 2 x 3 x 2 x 2 x 2 x 3).
-    assert_eq!(total_size_of_product(), 859_963_392 * 10368);
+    // alleles) times the 11 added genes' (2 x 3 x 3 x 4 x 2 x 3 x 2 x 2 x 2 x 3 x 2).
+    assert_eq!(total_size_of_product(), 859_963_392 * 20736);
 }
 
 fn total_size_of_product() -> u128 {
