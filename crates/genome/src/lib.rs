@@ -6,6 +6,7 @@
 //! line and field ([`file`](mod@file)), and the valid space ([`space`]). Everything above it
 //! (codegen, gates, search) takes a genome that this crate has accepted.
 
+pub mod budget;
 pub mod dispatch;
 pub mod file;
 pub mod gene;
