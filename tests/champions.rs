@@ -128,6 +128,8 @@ fn dispatch_names_the_champion_and_the_rule() {
         out.contains("exactly the class's shape") && out.contains("cuDNN in the same run"),
         "{out}"
     );
+    // The record ran with --cold-l2: the cold ratio stands beside the replayed one.
+    assert!(out.contains("x cold L2)"), "{out}");
     let o = evo(&["dispatch", "1,8,512,512,80,f16"], &[]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("64, 96, 128 or 256"), "{}", stderr(&o));

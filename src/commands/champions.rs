@@ -281,3 +281,56 @@ pub fn run_dispatch(args: DispatchArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class() -> ShapeClass {
+        ShapeClass {
+            name: "b16-h32kv8-lq1-lk8192-d128-causal-br".into(),
+            shape: "16,32,1,8192,128,f16,causal=br,kv=8".into(),
+            champion: "c.toml".into(),
+            experiment: "experiments/x/search".into(),
+            median_us: Some(179.5),
+            cudnn_us: Some(210.66),
+            speedup_vs_cudnn: Some(210.66 / 179.5),
+            cold_us: None,
+            cudnn_cold_us: None,
+            bench: Some("experiments/x/record.json (H100, f16)".into()),
+        }
+    }
+
+    #[test]
+    fn the_header_gives_the_cold_comparison_beside_the_replayed_one() {
+        let without = champion_header(&class(), "H100");
+        assert!(
+            without.contains("PyTorch SDPA cuDNN 210.66 µs in the same run: 1.17x (experiments"),
+            "{without}"
+        );
+        assert!(!without.contains("cold"), "{without}");
+        let with = champion_header(
+            &ShapeClass {
+                cold_us: Some(179.23),
+                cudnn_cold_us: Some(179.25),
+                ..class()
+            },
+            "H100",
+        );
+        assert!(
+            with.contains(
+                "1.17x; cold L2 179.23 µs against 179.25: 1.00x (experiments/x/record.json"
+            ),
+            "{with}"
+        );
+        // Only one of the pair: no cold ratio is made up.
+        let half = champion_header(
+            &ShapeClass {
+                cold_us: Some(179.23),
+                ..class()
+            },
+            "H100",
+        );
+        assert!(!half.contains("cold"), "{half}");
+    }
+}
