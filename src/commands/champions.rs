@@ -83,12 +83,6 @@ fn found(dir: &Path) -> anyhow::Result<Found> {
     })
 }
 
-/// The cold-L2 comparison of a recorded class: (champion µs, cuDNN µs, cuDNN / champion).
-fn cold_ratio(class: &ShapeClass) -> Option<(f64, f64, f64)> {
-    let (c, cc) = (class.cold_us?, class.cudnn_cold_us?);
-    Some((c, cc, cc / c))
-}
-
 /// The header of a champion file.
 pub fn champion_header(class: &ShapeClass, device: &str) -> String {
     let mut h = format!(
@@ -99,7 +93,8 @@ pub fn champion_header(class: &ShapeClass, device: &str) -> String {
         (Some(us), Some(cudnn), Some(x)) => {
             h += &format!(
                 "Measured: {us:.2} µs, PyTorch SDPA cuDNN {cudnn:.2} µs in the same run: {x:.2}x{} ({}).\n",
-                cold_ratio(class)
+                class
+                    .cold_ratio()
                     .map(|(c, cc, r)| format!("; cold L2 {c:.2} µs against {cc:.2}: {r:.2}x"))
                     .unwrap_or_default(),
                 class.bench.as_deref().unwrap_or("bench")
@@ -253,7 +248,9 @@ pub fn run_dispatch(args: DispatchArgs) -> anyhow::Result<()> {
                 .speedup_vs_cudnn
                 .map(|x| format!(", {x:.2}x cuDNN in the same run"))
                 .unwrap_or_default()
-                + &cold_ratio(choice.class)
+                + &choice
+                    .class
+                    .cold_ratio()
                     .map(|(_, _, r)| format!(" ({r:.2}x cold L2)"))
                     .unwrap_or_default(),
             choice.class.bench.as_deref().unwrap_or("bench")

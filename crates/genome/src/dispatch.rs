@@ -113,6 +113,13 @@ impl ShapeClass {
         self.shape.parse()
     }
 
+    /// The recorded cold-L2 comparison: (champion µs, cuDNN µs, cuDNN / champion), when
+    /// the record has both figures.
+    pub fn cold_ratio(&self) -> Option<(f64, f64, f64)> {
+        let (c, cc) = (self.cold_us?, self.cudnn_cold_us?);
+        Some((c, cc, cc / c))
+    }
+
     /// The class name of a shape: `b2-h16-l4096-d128-causal`, `b1-h8-lq77-lk1000-d64`,
     /// `b16-h32kv8-lq1-lk8192-d128-causal-br`, `b1-h32kv8-l8192-d128-causal-wl4096`.
     pub fn name_of(p: &Problem) -> String {
