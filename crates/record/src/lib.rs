@@ -5,6 +5,7 @@
 //! in cudarc or candle. The gates produce them (`evo_gates` re-exports this crate as
 //! `evo_gates::outcome`).
 
+pub mod files;
 pub mod gz;
 
 use evo_genome::{Genome, GenomeId, Problem};
