@@ -149,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
       }
     }
 #endif
-    if (kCluster) evo_cluster::wait_all();  // the barrier's phase, before the producer leaves
+    if (kCluster) evo_cluster::leave(false);
     return;
   }
 
@@ -330,6 +330,9 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
   auto stage = [](int pos) { return pos % kStages; };
   auto parity = [](int pos) { return (uint32_t)((pos / kStages) & 1); };
 
+  // Whether this warpgroup has waited on the cluster barrier's first phase (before its
+  // first merge); the warpgroups that never merge wait on it when they leave.
+  bool cluster_waited = false;
 #if EVO_OVERLAP == 2
   // Chained: the CTA's tiles are one stream of K/V steps. A step issues the next
   // tile's S = Q K^T (of this query tile, or the first of the next one) before this
@@ -599,7 +602,10 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
       // The splits merge in the cluster; each CTA stores its slice of O's columns. The
       // CTAs of a cluster compute the same query block, so a warpgroup with no rows has
       // none in any of them, and their merge counts stay equal.
-      if (k == 0) evo_cluster::wait_all();  // the other CTAs' barriers are initialised
+      if (k == 0) {
+        evo_cluster::wait_all();  // the other CTAs' barriers are initialised
+        cluster_waited = true;
+      }
       if (!idle) {
         const int b = merges % kExchanges;
         evo_cluster::merge<kD, kSplit, EVO_EXP2 != 0>(
@@ -623,6 +629,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
 #endif
   // The last copy-engine store has read its shared memory before the CTA's is released.
   if (kTmaO && tid == 0) bulk_wait_read<0>();
+  if (kCluster) evo_cluster::leave(cluster_waited);
 }
 
 // The split-KV combine, evo_attention_combine, is kernels/combine.cuh (appended by the host).
