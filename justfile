@@ -63,12 +63,25 @@ profile *args:
 snapshot file export *args:
     cargo run --quiet -- snapshot {{ file }} --export {{ export }} {{ args }}
 
-# The GPU test set: hand-written adversarial kernels, named genomes, cuBLAS hybrid, ABI errors, the export from C and Python, snapshots
+# The GPU test set: hand-written adversarial kernels, named genomes, cuBLAS hybrid, ABI errors, the export from C and Python (the README's export_check.py command included), snapshots, the candle example
 [group('gpu')]
-gpu-test:
+gpu-test: candle-example-build
+    #!/usr/bin/env bash
+    set -euo pipefail
     cargo test -p evo-gates --features gpu -- gpu_tests --test-threads=1
     cargo test --features gpu --test integration gpu_export -- --test-threads=1 --nocapture
     cargo test --features gpu --test integration gpu_snapshot -- --test-threads=1 --nocapture
+    # examples/candle-attention: its CPU tests, then on an export of the recorded
+    # champions its GPU tests and its binary as its README runs it. nvcc's environment
+    # (.cuda/env.sh) only from here: the tests above use the machine's CUDA toolkit.
+    cargo build --release
+    export_dir="$(mktemp -d)/h100"
+    target/release/evo export "$export_dir" --champions genomes/champions/h100 --cubin
+    source .cuda/env.sh
+    cargo test --release --manifest-path examples/candle-attention/Cargo.toml --lib
+    EVO_EXPORT_DIR="$export_dir" cargo test --release \
+      --manifest-path examples/candle-attention/Cargo.toml --features gpu --test gpu -- --test-threads=1
+    examples/candle-attention/target/release/evo-candle-attention "$export_dir" --causal
 
 # compute-sanitizer memcheck, racecheck and synccheck over the named genomes and a seeded sample on small odd shapes (GPU); each must report zero errors and zero hazards
 [group('gpu')]
@@ -126,10 +139,19 @@ test: nvrtc
     set -uo pipefail
     export EVO_NVRTC_DIR="${EVO_NVRTC_DIR:-{{ justfile_directory() }}/.nvrtc}"
     tests=0 sweep=0 scripts=0
+    # Built first and timed apart, so a slow run says whether the build or the tests grew.
+    start=$SECONDS
+    cargo test --workspace --no-run || tests=$?
+    built=$SECONDS
     cargo test --workspace --no-fail-fast -- --skip nvrtc_sweep_ || tests=$?
+    tested=$SECONDS
     # The SDPA baseline's mask rule and flops, which must match the Rust problem's.
     python3 scripts/test_sdpa_baseline.py || scripts=$?
-    cargo test -p evo-codegen --test compile nvrtc_sweep_ -- --nocapture || sweep=$?
+    swept=$SECONDS
+    # `--workspace` as above, not `-p evo-codegen`: one package alone unifies fewer
+    # features, and the crates under it would be built a second time.
+    cargo test --workspace --test compile nvrtc_sweep_ -- --nocapture || sweep=$?
+    echo "build $((built - start)) s, tests $((tested - built)) s, NVRTC sweeps $((SECONDS - swept)) s"
     exit $((tests != 0 ? tests : scripts != 0 ? scripts : sweep))
 
 # Check formatting without changing files

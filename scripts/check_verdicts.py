@@ -8,6 +8,8 @@ kernel doing the same work honestly) or `min_time_vs_naive`, a FAST pass also ne
 kernel's median on the timed shape to be at least that fraction of the twin's (or
 naive.cu's) in the same run: a cheat that skips work and is still verified shows as too
 fast.
+Every kernel is judged: each .cu in KERNEL_DIR and each kernel the rows name must have
+an expected-verdict file, and a kernel without one is BAD, as is one without rows.
 Prints one line per kernel; exit status 1 on any mismatch.
 """
 import json
@@ -15,8 +17,21 @@ import pathlib
 import sys
 import tomllib
 
-rows = json.loads(pathlib.Path(sys.argv[1]).read_text())
+if len(sys.argv) not in (2, 3):
+    sys.exit("usage: python3 scripts/check_verdicts.py GATE_JSON [KERNEL_DIR]")
+try:
+    rows = json.loads(pathlib.Path(sys.argv[1]).read_text())
+except (OSError, ValueError) as e:
+    sys.exit(f"check_verdicts.py: {sys.argv[1]}: cannot read the rows ({e}); give the file "
+             "`evo gate --source ... --json FILE` wrote")
+if not isinstance(rows, list) or not all(
+    isinstance(r, dict) and isinstance(r.get("kernel"), str) and "verdict" in r for r in rows
+):
+    sys.exit(f"check_verdicts.py: {sys.argv[1]}: not a list of rows with `kernel` and "
+             "`verdict`; give the file `evo gate --source ... --json FILE` wrote")
 kernel_dir = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "tests/kernels")
+if not kernel_dir.is_dir():
+    sys.exit(f"check_verdicts.py: {kernel_dir} is not a folder; give the kernels' folder")
 def median_on_seed_shape(kernel_rows):
     timed = [r for r in kernel_rows if r["verdict"] == "timed"]
     return timed[0]["median_us"] if timed else None
@@ -26,9 +41,20 @@ def median_of(name):
     return median_on_seed_shape([r for r in rows if r["kernel"].endswith(f"/{name}.cu")])
 
 
+# Every kernel is judged: each .cu of the folder and each kernel the rows name, with or
+# without an expected-verdict file (a kernel without one is a failure: what it must get
+# is part of adding it), and each expected-verdict file, with or without rows.
+names = {p.name.removesuffix(".expected.toml") for p in kernel_dir.glob("*.expected.toml")}
+names |= {p.stem for p in kernel_dir.glob("*.cu")}
+names |= {pathlib.PurePath(r["kernel"]).stem for r in rows if r["kernel"].endswith(".cu")}
 bad = 0
-for expected_path in sorted(kernel_dir.glob("*.expected.toml")):
-    name = expected_path.name.removesuffix(".expected.toml")
+for name in sorted(names):
+    expected_path = kernel_dir / f"{name}.expected.toml"
+    if not expected_path.is_file():
+        bad += 1
+        print(f"BAD  {name}: no expected verdict: write {expected_path} (verdict, and "
+              "reason_contains or fast, and because)")
+        continue
     expected = tomllib.loads(expected_path.read_text())
     mine = [r for r in rows if r["kernel"].endswith(f"/{name}.cu")]
     fast_rows = [r for r in mine if (r.get("reason") or "").startswith("FAST verification")]

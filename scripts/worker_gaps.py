@@ -16,8 +16,11 @@ import re
 import sys
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# The worker pool logs as `evo_worker` (as `evo::gpu` before it had a crate of its own).
-ANSWER = re.compile(r'(\S+)Z DEBUG (?:evo_worker|evo::gpu): worker answered candidate="(\w+)" ms=([\d.]+)')
+# The worker pool logs from its crate's modules (`evo_worker::runner`: tracing's target
+# is the module path), as `evo::gpu` before it had a crate of its own.
+ANSWER = re.compile(
+    r'(\S+)Z DEBUG (?:evo_worker(?:::\w+)*|evo::gpu): worker answered candidate="(\w+)" ms=([\d.]+)'
+)
 
 
 def main() -> None:

@@ -70,8 +70,6 @@ fn the_table_is_the_searches_and_the_bench() {
             class.name
         );
         assert_eq!(us("sdpa-cudnn"), class.cudnn_us, "{}", class.name);
-        let x = class.cudnn_us.unwrap() / class.median_us.unwrap();
-        assert!((class.speedup_vs_cudnn.unwrap() - x).abs() < 1e-9);
         // The record ran with --cold-l2: the cold pair is that run's cold rows.
         assert_eq!(
             us(&format!("champion {} (cold L2)", class.name)),
@@ -86,7 +84,78 @@ fn the_table_is_the_searches_and_the_bench() {
             class.name
         );
         assert!(class.cold_us.is_some() && class.cudnn_cold_us.is_some());
+        // The figures are the champion file's genome's, as the record's row says.
+        let row = rows
+            .iter()
+            .find(|r| r["kernel"] == format!("champion {}", class.name).as_str())
+            .unwrap();
+        assert_eq!(class.genome_id.as_deref(), row["genome_id"].as_str());
+        assert_eq!(
+            class.genome_id.as_deref(),
+            Some(file.genes.id().to_string().as_str())
+        );
+        // Every baseline the run timed on the shape is in the table, with its figures:
+        // a ratio is against the fastest of them, so none may be left out.
+        let mut backends: Vec<String> = Vec::new();
+        for r in rows
+            .iter()
+            .filter(|r| r["shape"] == shape.as_str() && r["verdict"] == "timed")
+        {
+            let k = r["kernel"].as_str().unwrap().trim_end_matches(" (cold L2)");
+            if !k.starts_with("champion ") && !backends.iter().any(|b| b == k) {
+                backends.push(k.to_string());
+            }
+        }
+        let recorded: Vec<&str> = class.baselines.iter().map(|b| b.backend.as_str()).collect();
+        assert_eq!(recorded, backends, "{}", class.name);
+        for b in &class.baselines {
+            assert_eq!(b.us, us(&b.backend), "{} {}", class.name, b.backend);
+            assert_eq!(
+                b.cold_us,
+                us(&format!("{} (cold L2)", b.backend)),
+                "{} {}",
+                class.name,
+                b.backend
+            );
+        }
+        // The champion's header says what the table says.
+        let text = std::fs::read_to_string(repo_root().join(DIR).join(&class.champion)).unwrap();
+        let header: String = text
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| format!("{}\n", l.trim_start_matches('#').trim_start()))
+            .collect();
+        assert_eq!(
+            header,
+            class.champion_header(&table.device),
+            "{}",
+            class.name
+        );
     }
+    // The two rows whose cuDNN figure is not the fastest baseline: the grouped decode
+    // (flash replays faster; cold, cuDNN is at parity) and the window (FlexAttention).
+    let by = |name: &str| table.classes.iter().find(|c| c.name == name).unwrap();
+    let decode = by("b16-h32kv8-lq1-lk8192-d128-causal-br");
+    let warm = decode.comparison(false).unwrap();
+    assert_eq!(
+        (warm.backend.as_str(), format!("{:.3}", warm.ratio).as_str()),
+        ("sdpa-flash", "1.014")
+    );
+    let cold = decode.comparison(true).unwrap();
+    assert_eq!(
+        (cold.backend.as_str(), format!("{:.2}", cold.ratio).as_str()),
+        ("sdpa-cudnn", "1.00")
+    );
+    let window = by("b1-h32kv8-l8192-d128-causal-wl4096")
+        .comparison(false)
+        .unwrap();
+    assert_eq!(
+        (
+            window.backend.as_str(),
+            format!("{:.2}", window.ratio).as_str()
+        ),
+        ("sdpa-flex", "1.53")
+    );
 }
 
 /// `evo dispatch SPEC | head -0`: the reader is gone before evo prints. It must end as the
@@ -125,11 +194,22 @@ fn dispatch_names_the_champion_and_the_rule() {
     let o = evo(&["dispatch", "1,8,512,512,64,f16"], &[]);
     let out = stdout(&o);
     assert!(
-        out.contains("exactly the class's shape") && out.contains("cuDNN in the same run"),
+        out.contains("exactly the class's shape")
+            && out.contains("against sdpa-cudnn 9.79 µs: 1.52x (the fastest of 4 baselines)"),
         "{out}"
     );
-    // The record ran with --cold-l2: the cold ratio stands beside the replayed one.
-    assert!(out.contains("x cold L2)"), "{out}");
+    // The record ran with --cold-l2: the cold comparison stands beside the replayed one.
+    assert!(
+        out.contains("cold L2: 8.24 µs against sdpa-cudnn 11.07 µs: 1.34x"),
+        "{out}"
+    );
+    // The grouped decode's ratio is against flash, the fastest backend that ran it.
+    let o = evo(&["dispatch", "16,32,1,8192,128,f16,causal=br,kv=8"], &[]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("179.50 µs against sdpa-flash 181.96 µs: 1.01x") && !out.contains("1.17x"),
+        "{out}"
+    );
     let o = evo(&["dispatch", "1,8,512,512,80,f16"], &[]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("64, 96, 128 or 256"), "{}", stderr(&o));
@@ -158,6 +238,13 @@ fn dispatch_names_the_champion_and_the_rule() {
         only_d64.to_toml_string("D64 classes only"),
     )
     .unwrap();
+    for c in &only_d64.classes {
+        std::fs::copy(
+            repo_root().join(DIR).join(&c.champion),
+            dir.path().join(&c.champion),
+        )
+        .unwrap();
+    }
     let o = evo(
         &[
             "dispatch",

@@ -120,3 +120,51 @@ fn snapshot_names_bad_files_then_needs_a_gpu() {
         stderr(&o)
     );
 }
+
+/// Recording checks FILE before anything runs: an existing file is refused (named with
+/// what it is) unless --force, as are a missing folder and a file inside the export.
+#[test]
+fn snapshot_checks_its_file_before_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    // No export needed: the file is checked before the export is read.
+    let export = dir.path().join("export");
+    std::fs::create_dir_all(&export).unwrap();
+    let mine = dir.path().join("mine.json");
+    std::fs::write(&mine, "my results\n").unwrap();
+    let o = snapshot(&[&mine, &export], &[]);
+    let e = stderr(&o);
+    assert!(
+        !o.status.success()
+            && e.contains("mine.json: exists (not a snapshot)")
+            && e.contains("--check")
+            && e.contains("--force"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my results\n");
+    // With --force the file is no obstacle: the export is read next.
+    let o = snapshot(&[&mine, &export], &["--force"]);
+    assert!(
+        stderr(&o).contains("manifest.json: cannot read it"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = snapshot(&[&dir.path().join("nowhere/s.json"), &export], &[]);
+    assert!(
+        stderr(&o).contains("nowhere: no such folder for the snapshot"),
+        "{}",
+        stderr(&o)
+    );
+    let o = snapshot(&[&export.join("s.json"), &export], &[]);
+    assert!(
+        stderr(&o).contains("inside the export it records"),
+        "{}",
+        stderr(&o)
+    );
+    let o = snapshot(&[&export, &export], &[]);
+    assert!(
+        stderr(&o).contains("a folder; name the snapshot's file"),
+        "{}",
+        stderr(&o)
+    );
+}

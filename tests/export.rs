@@ -4,7 +4,7 @@
 //!
 //! Needs NVRTC (as the compile tests) and python3.
 
-use crate::util::{export_champions, repo_root, stderr, stdout};
+use crate::util::{evo, export_champions, repo_root, stderr, stdout};
 use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
 use evo_genome::{GenomeFile, Problem};
 use evo_runtime::export::{Export, Manifest, MANIFEST_FILE};
@@ -255,5 +255,96 @@ fn export_refuses_an_arch_the_champions_cannot_build_for() {
         !o.status.success() && stderr(&o).contains("cargo build --release -p evo-runtime"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// OUT is checked before anything is compiled: a folder no export wrote is refused
+/// (named with what it holds) unless --force, as are a file, and a folder holding the
+/// champions being exported.
+#[test]
+fn export_checks_its_destination_before_compiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mine");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine\n").unwrap();
+    let o = export(&out, &[]);
+    let e = stderr(&o);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(
+        e.contains("mine: not empty and not an export")
+            && e.contains("it holds notes.txt")
+            && e.contains("--force"),
+        "{e}"
+    );
+    assert!(!e.contains("compiled"), "refused before compiling: {e}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
+
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let o = export(&file, &[]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("exists and is not a folder"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Exporting into the champions' own folder (or one above it) would replace them.
+    let champions = dir.path().join("champions");
+    std::fs::create_dir_all(&champions).unwrap();
+    std::fs::copy(
+        repo_root().join(CHAMPIONS).join(DISPATCH_FILE),
+        champions.join(DISPATCH_FILE),
+    )
+    .unwrap();
+    for target in [&champions, &dir.path().to_path_buf()] {
+        let o = evo(
+            &[
+                "export",
+                &target.display().to_string(),
+                "--champions",
+                &champions.display().to_string(),
+                "--force",
+            ],
+            &[],
+        );
+        assert!(
+            !o.status.success() && stderr(&o).contains("holds the champions being exported"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(champions.join(DISPATCH_FILE).is_file());
+    }
+}
+
+/// An export replaces OUT whole: files of a folder replaced with --force, and a kernel
+/// of an earlier export that this one does not write, are gone; no temporary is left.
+#[test]
+fn export_replaces_the_whole_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("export");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine\n").unwrap();
+    let o = export(&out, &["--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!out.join("notes.txt").exists());
+    assert!(out.join(MANIFEST_FILE).is_file());
+
+    let stale = out.join("kernels/b9-h9-l9-d64.f16.ptx");
+    std::fs::write(&stale, "// a class since removed\n").unwrap();
+    let o = export(&out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stale.exists(), "a kernel of the earlier export stayed");
+    Export::open(&out).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["export".to_string()],
+        "no temporary folder left"
     );
 }

@@ -2,10 +2,12 @@
 //! part of `just gpu-test`): a C program linked with the export's library runs a
 //! champion and checks it and the error codes; with torch importable, the Python module
 //! runs champions, falls back with one warning per reason, and refuses a CUBIN built for
-//! another GPU. Needs NVRTC, a C compiler (`CC`, else `cc`) and the CUDA headers
-//! (`CUDA_HOME`, else /usr/local/cuda).
+//! another GPU; and the README's export commands as it gives them (`evo bench
+//! --champions ... --json`, then scripts/export_check.py with that bench), which must
+//! exit 0 with every class run on its own problem and champion. Needs NVRTC, a C
+//! compiler (`CC`, else `cc`) and the CUDA headers (`CUDA_HOME`, else /usr/local/cuda).
 
-use crate::util::{export_champions, repo_root, stderr, stdout};
+use crate::util::{evo, export_champions, repo_root, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -134,13 +136,22 @@ print("foreign arch:", lib.last_error())
 print("python smoke passed")
 "#;
 
-#[test]
-fn gpu_export_python_runs_falls_back_and_refuses() {
+/// Whether python3 imports torch with a CUDA device (else the Python tests say they
+/// are skipped).
+fn torch_with_cuda() -> bool {
     let torch = Command::new("python3")
         .args(["-c", "import torch; assert torch.cuda.is_available()"])
         .output();
-    if !torch.is_ok_and(|o| o.status.success()) {
+    let ok = torch.is_ok_and(|o| o.status.success());
+    if !ok {
         eprintln!("skipped: python3 cannot import torch with CUDA here");
+    }
+    ok
+}
+
+#[test]
+fn gpu_export_python_runs_falls_back_and_refuses() {
+    if !torch_with_cuda() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -160,4 +171,63 @@ fn gpu_export_python_runs_falls_back_and_refuses() {
         stdout(&o),
         stderr(&o)
     );
+}
+
+/// The README's export section as written: export, bench the champions on this GPU,
+/// then `python3 scripts/export_check.py OUT --bench bench.json`. Every class of the
+/// table must run on its own problem (grouped heads, diagonal, window) and champion,
+/// within GREEN's tolerances and within the script's stated tolerance of the bench.
+#[test]
+fn gpu_export_check_as_the_readme_gives_it() {
+    if !torch_with_cuda() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("h100");
+    export(&out);
+    let bench = dir.path().join("bench.json");
+    let o = evo(
+        &[
+            "bench",
+            "--champions",
+            "genomes/champions/h100",
+            "--json",
+            bench.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        o.status.success(),
+        "evo bench: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let o = Command::new("python3")
+        .arg(repo_root().join("scripts/export_check.py"))
+        .arg(&out)
+        .arg("--bench")
+        .arg(&bench)
+        .current_dir(repo_root())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONUNBUFFERED", "1")
+        .output()
+        .expect("python3 runs");
+    let text = stdout(&o);
+    println!("{text}{}", stderr(&o));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let classes = manifest["champions"].as_array().unwrap().len();
+    assert!(
+        o.status.success() && text.contains(&format!("{classes} of {classes} classes ok")),
+        "export_check.py failed:\n{text}{}",
+        stderr(&o)
+    );
+    for c in manifest["champions"].as_array().unwrap() {
+        let class = c["class"].as_str().unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{class} ")))
+            .unwrap_or_else(|| panic!("no verdict line for {class}:\n{text}"));
+        assert!(line.contains(" ok: "), "{line}");
+    }
 }

@@ -289,7 +289,7 @@ fn island_options_are_checked() {
     let out = run_island(&tmp.path().join("bad"), &exchange, 3, 3, 10);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("field `island.island`: island = 3 must be below islands = 3"),
+        stderr(&out).contains("--island and its options: island = 3 must be below islands = 3"),
         "{}",
         stderr(&out)
     );

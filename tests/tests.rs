@@ -20,6 +20,8 @@ mod cli_profile;
 mod islands;
 // The per-shape champions: snapshots, the table against its records, `evo dispatch`.
 mod champions;
+// Champions folders that are damaged, old or hold a faster champion: refused, printed honestly, kept.
+mod champions_checks;
 // `evo export`: the package's files, manifest and header, the runtime and Python reading it (PTX, no GPU).
 mod export;
 // `evo snapshot` without a GPU: bad export and snapshot files named, then the no-GPU error.
@@ -30,3 +32,11 @@ mod gpu_export;
 // `evo snapshot` on a GPU: record, check identical, catch a moved value (opt-in: --features gpu).
 #[cfg(feature = "gpu")]
 mod gpu_snapshot;
+// The scripts the README shows, on the CPU: export_check.py, check_verdicts.py, landscape_summary.py, bench_best.py, worker_gaps.py.
+mod scripts;
+// The README against the repository and the binary: every path it names exists, its replay figures are what evo prints.
+mod readme;
+// Resume against the record, budgets that only grow, folder locks, writers that check their destination.
+mod cli_resume;
+// Bad input through the binary: strict problem specs and genome files, options named as options.
+mod cli_inputs;

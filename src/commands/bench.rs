@@ -54,8 +54,8 @@ pub struct BenchArgs {
     /// each champion on its own shape, the baselines on every shape.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["genomes", "sources"])]
     pub champions: Option<PathBuf>,
-    /// With --champions: write this run's figures (µs, cuDNN µs, speed-up, the --json
-    /// file) into dispatch.toml and the champions' headers.
+    /// With --champions: write this run's figures (the champion's µs and genome, every
+    /// baseline's µs, the --json file) into dispatch.toml and the champions' headers.
     #[arg(long, requires = "champions")]
     pub record: bool,
     /// Also time every kernel and SDPA backend on a cold L2 (each launch alone, after a
@@ -169,13 +169,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         Dtype::F16
     };
     // With --champions: the classes' shapes in this dtype, each champion on its own.
+    // A writer of the folder (--record) holds its lock from the read to the write, so
+    // that `evo champions` cannot change the table in between.
+    let _lock = match (&args.champions, args.record) {
+        (Some(dir), true) => Some(super::champions::lock_champions(dir)?),
+        _ => None,
+    };
     let table = match &args.champions {
         Some(dir) => {
-            let path = dir.join(evo_genome::dispatch::DISPATCH_FILE);
-            Some((
-                path.clone(),
-                evo_genome::dispatch::DispatchTable::load(&path)?,
-            ))
+            let (table, _) = super::champions::load_table(dir)?;
+            Some((dir.join(evo_genome::dispatch::DISPATCH_FILE), table))
         }
         None => None,
     };
@@ -352,9 +355,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         eprintln!("wrote {} rows to {}", rows.len(), path.display());
     }
     if let (true, Some((path, mut table)), Some(dir)) = (args.record, table, &args.champions) {
-        record(&mut table, &rows, &problems, &args)?;
-        std::fs::write(&path, table.to_toml_string(super::champions::TABLE_HEADER))
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+        let bench = args
+            .json
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "an unrecorded bench run (no --json)".to_string());
+        record(&mut table, &rows, &problems, &bench, &args.dtype)?;
         let genomes: Vec<(String, evo_genome::Genome)> = table
             .classes
             .iter()
@@ -364,6 +370,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             })
             .collect::<Result<_, _>>()?;
         super::champions::write_champions(dir, &table, &genomes)?;
+        super::champions::write_table(&path, &table)?;
         eprintln!(
             "recorded this run's figures in {} and the champions' headers",
             path.display()
@@ -383,43 +390,135 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// This run's figures into the dispatch table: each champion's median on its shape, the
-/// SDPA cuDNN median of the same run, the speed-up, both again on a cold L2 (with
-/// --cold-l2), and where the run is recorded.
+/// This run's figures into the dispatch table: each champion's median on its shape (and
+/// the genome it was), every baseline's median of the same run on that shape, both again
+/// on a cold L2 (with --cold-l2), and where the run is recorded. The ratios printed from
+/// them are against the fastest baseline, whichever it is.
 fn record(
     table: &mut evo_genome::dispatch::DispatchTable,
     rows: &[Row],
     problems: &[Problem],
-    args: &BenchArgs,
+    bench: &str,
+    dtype: &str,
 ) -> anyhow::Result<()> {
-    let bench = args
-        .json
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "an unrecorded bench run (no --json)".to_string());
     for (class, problem) in table.classes.iter_mut().zip(problems) {
         let shape = problem.label();
-        let median = |kernel: &str| {
+        let timed = |kernel: &str| {
             rows.iter()
                 .find(|r| r.kernel == kernel && r.shape == shape && r.verdict == "timed")
-                .and_then(|r| r.median_us)
+                .filter(|r| r.median_us.is_some())
         };
-        let Some(us) = median(&format!("champion {}", class.name)) else {
+        let champion = format!("champion {}", class.name);
+        let Some(row) = timed(&champion) else {
             bail!(
                 "champion {} was not timed on {shape} (see the log); nothing recorded",
                 class.name
             );
         };
-        let cudnn = median("sdpa-cudnn");
-        class.median_us = Some(us);
-        class.cudnn_us = cudnn;
-        class.speedup_vs_cudnn = cudnn.map(|c| c / us);
-        // With --cold-l2, the same comparison with each side launched alone after an L2
-        // read-over (a replay figure can flatter either side: run D10 of
+        let median = |kernel: &str| timed(kernel).and_then(|r| r.median_us);
+        class.median_us = row.median_us;
+        class.genome_id = row.genome_id.clone();
+        class.cudnn_us = median("sdpa-cudnn");
+        class.speedup_vs_cudnn = None;
+        // With --cold-l2, each side launched alone after an L2 read-over as well (a
+        // replay figure can flatter either side: run D10 of
         // experiments/2026-11-26-h100-decode-3).
-        class.cold_us = median(&format!("champion {} (cold L2)", class.name));
-        class.cudnn_cold_us = median("sdpa-cudnn (cold L2)");
-        class.bench = Some(format!("{bench} ({}, {})", table.device, args.dtype));
+        class.cold_us = median(&cold_name(&champion));
+        class.cudnn_cold_us = median(&cold_name("sdpa-cudnn"));
+        let mut backends: Vec<&str> = Vec::new();
+        for r in rows
+            .iter()
+            .filter(|r| r.shape == shape && r.verdict == "timed")
+        {
+            let name = r.kernel.trim_end_matches(" (cold L2)");
+            if !name.starts_with("champion ") && !backends.contains(&name) {
+                backends.push(name);
+            }
+        }
+        class.baselines = backends
+            .into_iter()
+            .map(|b| evo_genome::dispatch::BaselineFigure {
+                backend: b.to_string(),
+                us: median(b),
+                cold_us: median(&cold_name(b)),
+            })
+            .filter(|b| b.us.is_some() || b.cold_us.is_some())
+            .collect();
+        class.bench = Some(format!("{bench} ({}, {dtype})", table.device));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evo_genome::dispatch::{DispatchTable, ShapeClass};
+
+    /// A timing row as the bench writes one.
+    fn row(kernel: &str, id: Option<&str>, p: &Problem, us: f64) -> Row {
+        let mut r = Row::not_run(kernel, id, "H100", p, "timed", String::new());
+        r.median_us = Some(us);
+        r
+    }
+
+    #[test]
+    fn the_record_holds_every_baseline_and_the_genome_it_timed() {
+        let spec = "16,32,1,8192,128,f16,causal=br,kv=8";
+        let p: Problem = spec.parse().unwrap();
+        let name = ShapeClass::name_of(&p);
+        let mut table = DispatchTable {
+            device: "H100".into(),
+            classes: vec![ShapeClass {
+                name: name.clone(),
+                shape: spec.into(),
+                champion: format!("{name}.toml"),
+                experiment: "experiments/x".into(),
+                median_us: None,
+                cudnn_us: None,
+                speedup_vs_cudnn: Some(1.17),
+                cold_us: None,
+                cudnn_cold_us: None,
+                bench: None,
+                genome_id: None,
+                baselines: Vec::new(),
+            }],
+        };
+        let champion = format!("champion {name}");
+        let id = Some("01160e73198fb10d");
+        let other: Problem = "1,8,512,512,64,f16".parse().unwrap();
+        let rows = vec![
+            row(&champion, id, &p, 179.5),
+            row(&cold_name(&champion), id, &p, 179.23),
+            row("sdpa-cudnn", None, &p, 210.66),
+            row("sdpa-cudnn (cold L2)", None, &p, 179.25),
+            row("sdpa-flash", None, &p, 181.96),
+            row("sdpa-flash (cold L2)", None, &p, 184.11),
+            // Another shape's baseline is not this class's.
+            row("sdpa-efficient", None, &other, 1.0),
+        ];
+        record(&mut table, &rows, &[p], "r3/record.json", "f16").unwrap();
+        let c = &table.classes[0];
+        assert_eq!(c.genome_id.as_deref(), id);
+        assert_eq!(
+            c.speedup_vs_cudnn, None,
+            "no ratio against one backend is kept"
+        );
+        let backends: Vec<&str> = c.baselines.iter().map(|b| b.backend.as_str()).collect();
+        assert_eq!(backends, ["sdpa-cudnn", "sdpa-flash"]);
+        let warm = c.comparison(false).unwrap();
+        assert_eq!(
+            (warm.backend.as_str(), warm.backend_us),
+            ("sdpa-flash", 181.96)
+        );
+        let cold = c.comparison(true).unwrap();
+        assert_eq!(
+            (cold.backend.as_str(), cold.backend_us),
+            ("sdpa-cudnn", 179.25)
+        );
+        assert_eq!(c.bench.as_deref(), Some("r3/record.json (H100, f16)"));
+
+        // A champion that was not timed: nothing is recorded.
+        let e = record(&mut table, &rows[2..], &[p], "b.json", "f16").unwrap_err();
+        assert!(e.to_string().contains("was not timed"), "{e}");
+    }
 }

@@ -5,15 +5,16 @@
 //! genomes/champions/<device>/
 //!   dispatch.toml          device, and one [[class]] per shape: shape, champion file,
 //!                          experiment, and the figures of the bench that measured it
-//!   <class>.toml           the champion genome, with a header: shape, µs, speed-up
-//!                          against cuDNN in the same run, experiment
+//!   <class>.toml           the champion genome, with a header: shape, experiment, µs
+//!                          against the fastest baseline of the same run
 //! ```
 //! `evo bench --champions DIR --record` fills in (and refreshes) the figures.
 
 use anyhow::{bail, Context};
+use evo_gates::outcome::files::{this_process, FolderLock};
 use evo_genome::dispatch::{DispatchTable, ShapeClass, DISPATCH_FILE};
 use evo_genome::{GenomeFile, Problem};
-use evo_lineage::Lineage;
+use evo_lineage::{write_atomic, Lineage};
 use evo_mutator::{ExperimentConfig, EXPERIMENT_FILE};
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,15 @@ pub struct ChampionsArgs {
     /// are kept).
     #[arg(long, default_value = DEFAULT_CHAMPIONS)]
     pub out: PathBuf,
+    /// Take each search's champion even where the recorded one is faster, or was not
+    /// timed by the same search (by default the faster is kept, and a recorded champion
+    /// that cannot be compared stays).
+    #[arg(long)]
+    pub replace: bool,
+    /// Write over files in --out that its dispatch.toml does not name (a file of a
+    /// champion's name that evo did not write).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -48,6 +58,17 @@ struct Found {
     device: String,
     experiment: PathBuf,
     seed_of: Option<String>,
+    lineage: Lineage,
+}
+
+impl Found {
+    /// This search's time of `id`, when it measured that genome.
+    fn time_of(&self, id: &str) -> Option<f64> {
+        self.lineage
+            .nodes()
+            .find(|n| n.id.to_string() == id)
+            .and_then(|n| n.score_us())
+    }
 }
 
 fn found(dir: &Path) -> anyhow::Result<Found> {
@@ -69,7 +90,9 @@ fn found(dir: &Path) -> anyhow::Result<Found> {
     let champion = lineage
         .champion()
         .with_context(|| format!("{}: no candidate passed the gates", dir.display()))?;
-    let us = champion.score_us().expect("a champion is timed");
+    let us = champion
+        .score_us()
+        .with_context(|| format!("{}: its champion has no time", dir.display()))?;
     Ok(Found {
         problem,
         genome: champion.genome,
@@ -80,33 +103,12 @@ fn found(dir: &Path) -> anyhow::Result<Found> {
             .champion_path()
             .first()
             .and_then(|root| root.name.clone()),
+        lineage,
     })
 }
 
-/// The header of a champion file.
-pub fn champion_header(class: &ShapeClass, device: &str) -> String {
-    let mut h = format!(
-        "Champion of {} on {device} (`evo champions`).\nShape: {} (either dtype; the bench measures both).\nEvolved in: {}\n",
-        class.name, class.shape, class.experiment
-    );
-    match (class.median_us, class.cudnn_us, class.speedup_vs_cudnn) {
-        (Some(us), Some(cudnn), Some(x)) => {
-            h += &format!(
-                "Measured: {us:.2} µs, PyTorch SDPA cuDNN {cudnn:.2} µs in the same run: {x:.2}x{} ({}).\n",
-                class
-                    .cold_ratio()
-                    .map(|(c, cc, r)| format!("; cold L2 {c:.2} µs against {cc:.2}: {r:.2}x"))
-                    .unwrap_or_default(),
-                class.bench.as_deref().unwrap_or("bench")
-            );
-        }
-        (Some(us), _, _) => h += &format!("Measured: {us:.2} µs (no cuDNN figure in that run).\n"),
-        _ => h += "Not benched yet: `evo bench --champions DIR --record`.\n",
-    }
-    h
-}
-
-/// Writes every champion file of `table` in `dir` with its header.
+/// Writes every champion file of `table` in `dir` with its header, each through a
+/// temporary file and a rename (a reader sees the old champion or the new one).
 pub fn write_champions(
     dir: &Path,
     table: &DispatchTable,
@@ -121,12 +123,102 @@ pub fn write_champions(
             description: String::new(),
             genes: *genome,
         };
-        file.save(
-            &dir.join(&class.champion),
-            &champion_header(class, &table.device),
-        )?;
+        let mut text = String::new();
+        for line in class.champion_header(&table.device).lines() {
+            text += &format!("# {line}\n");
+        }
+        text += &file.to_toml_string();
+        let path = dir.join(&class.champion);
+        write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("{}: cannot write", path.display()))?;
     }
     Ok(())
+}
+
+/// Writes the table through a temporary file and a rename.
+pub fn write_table(path: &Path, table: &DispatchTable) -> anyhow::Result<()> {
+    write_atomic(path, table.to_toml_string(TABLE_HEADER).as_bytes())
+        .with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// Locks a champions folder for a writer (`evo champions`, `evo bench --record`): two
+/// writers would each rewrite the table from what they read, and one's classes be lost.
+pub fn lock_champions(dir: &Path) -> anyhow::Result<FolderLock> {
+    FolderLock::acquire(dir, &this_process()).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Reads a champions folder's table and its champion files, each checked (the class's
+/// own file, inside the folder, the genome its figures belong to). A missing table is
+/// told apart from a damaged one, whose error names the line and the field.
+pub fn load_table(dir: &Path) -> anyhow::Result<(DispatchTable, Vec<GenomeFile>)> {
+    let path = dir.join(DISPATCH_FILE);
+    if !path.exists() {
+        bail!(
+            "no dispatch table at {} (make one with `evo champions EXPERIMENT... --out {}`)",
+            path.display(),
+            dir.display()
+        );
+    }
+    let table = DispatchTable::load(&path)?;
+    let files = table.load_champions(dir, &path)?;
+    Ok((table, files))
+}
+
+/// What to do with a class that the table already has a champion for.
+enum Verdict {
+    Take(String),
+    Keep(String),
+}
+
+/// The faster of the recorded champion and a search's, timed by the same search (the
+/// new one's, or the recorded one's experiment); without a common measurement the
+/// recorded one stays (`--replace` skips this judgement).
+fn judge(recorded: &ShapeClass, recorded_id: &str, f: &Found) -> Verdict {
+    let new_id = f.genome.id().to_string();
+    if recorded_id == new_id {
+        return Verdict::Keep(format!(
+            "the recorded champion is this genome, kept with its figures ({})",
+            recorded.experiment
+        ));
+    }
+    // Both timed by the new search, or both by the recorded champion's search.
+    let common = f
+        .time_of(recorded_id)
+        .map(|old| (old, f.us, f.experiment.display().to_string()))
+        .or_else(|| {
+            let lineage =
+                Lineage::load(&Path::new(&recorded.experiment).join("lineage.json")).ok()?;
+            let time = |id: &str| {
+                lineage
+                    .nodes()
+                    .find(|n| n.id.to_string() == id)
+                    .and_then(|n| n.score_us())
+            };
+            Some((
+                time(recorded_id)?,
+                time(&new_id)?,
+                recorded.experiment.clone(),
+            ))
+        });
+    match common {
+        Some((old, new, by)) if new < old => Verdict::Take(format!(
+            "{new:.2} µs against the recorded {recorded_id}'s {old:.2} µs, both timed by {by}"
+        )),
+        Some((old, new, by)) => Verdict::Keep(format!(
+            "kept the recorded {recorded_id}: {old:.2} µs against {new_id}'s {new:.2} µs, both timed by {by}; --replace takes the new one"
+        )),
+        None => Verdict::Keep(format!(
+            "kept the recorded {recorded_id} ({}{}): no search timed both, so they cannot be compared; \
+             bench both, or pass --replace to take {new_id} ({:.2} µs in {})",
+            recorded.experiment,
+            recorded
+                .median_us
+                .map(|us| format!(", {us:.2} µs in {}", recorded.bench.as_deref().unwrap_or("a bench")))
+                .unwrap_or_default(),
+            f.us,
+            f.experiment.display()
+        )),
+    }
 }
 
 pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
@@ -144,8 +236,17 @@ pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
             found[0].experiment.display()
         );
     }
+    if args.out.exists() && !args.out.is_dir() {
+        bail!(
+            "--out {}: a file, not a champions folder; name a folder",
+            args.out.display()
+        );
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("{}: cannot create", args.out.display()))?;
+    let _lock = lock_champions(&args.out)?;
     let path = args.out.join(DISPATCH_FILE);
-    let mut table = if path.exists() {
+    let (mut table, recorded) = if path.exists() {
         let t = DispatchTable::load(&path)?;
         if t.device != device {
             bail!(
@@ -154,23 +255,60 @@ pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
                 t.device
             );
         }
-        t
+        // With --replace the recorded champions are not compared, so a damaged one does
+        // not stand in the way of its replacement.
+        let files = if args.replace {
+            Vec::new()
+        } else {
+            t.load_champions(&args.out, &path)?
+        };
+        (t, files)
     } else {
-        DispatchTable {
+        let t = DispatchTable {
             device: device.clone(),
             classes: Vec::new(),
-        }
+        };
+        (t, Vec::new())
     };
-    // The fastest of the searches of one class wins it.
+    // The fastest of the searches of one class is its candidate.
     found.sort_by(|a, b| a.us.total_cmp(&b.us));
+    let mut seen: Vec<String> = Vec::new();
     let mut genomes: Vec<(String, evo_genome::Genome)> = Vec::new();
     for f in &found {
         let name = ShapeClass::name_of(&f.problem);
-        if genomes.iter().any(|(n, _)| *n == name) {
+        if seen.contains(&name) {
             continue;
         }
+        seen.push(name.clone());
+        let at = table.classes.iter().position(|c| c.name == name);
+        let verdict = match (at, recorded.is_empty()) {
+            (Some(i), false) => judge(&table.classes[i], &recorded[i].genes.id().to_string(), f),
+            (Some(_), true) => Verdict::Take("replaces the recorded champion (--replace)".into()),
+            (None, _) => Verdict::Take("a new class".into()),
+        };
+        let why = match verdict {
+            Verdict::Keep(why) => {
+                println!("{name}: {why}");
+                continue;
+            }
+            Verdict::Take(why) => why,
+        };
+        let champion = match at {
+            Some(i) => table.classes[i].champion.clone(),
+            None => format!("{name}.toml"),
+        };
+        let file = args.out.join(&champion);
+        let named = table.classes.iter().any(|c| c.champion == champion);
+        if file.exists() && !named && !args.force {
+            bail!(
+                "{}: exists, and {} does not name it as a champion (evo did not write it); \
+                 move it away or pass --force to write {name}'s champion over it",
+                file.display(),
+                path.display()
+            );
+        }
         println!(
-            "{name}: {} at {:.2} µs in {}{}",
+            "{name}: {} at {:.2} µs in {}{}: {why}",
             f.genome.id(),
             f.us,
             f.experiment.display(),
@@ -182,7 +320,7 @@ pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
         let class = ShapeClass {
             name: name.clone(),
             shape: f.problem.spec(),
-            champion: format!("{name}.toml"),
+            champion,
             experiment: f.experiment.display().to_string(),
             median_us: None,
             cudnn_us: None,
@@ -190,18 +328,24 @@ pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
             cold_us: None,
             cudnn_cold_us: None,
             bench: None,
+            genome_id: None,
+            baselines: Vec::new(),
         };
-        match table.classes.iter_mut().find(|c| c.name == name) {
-            Some(c) => *c = class,
+        match at {
+            Some(i) => table.classes[i] = class,
             None => table.classes.push(class),
         }
         genomes.push((name, f.genome));
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("{}: cannot create", args.out.display()))?;
+    if genomes.is_empty() {
+        println!(
+            "kept every recorded champion; {} is unchanged",
+            path.display()
+        );
+        return Ok(());
+    }
     write_champions(&args.out, &table, &genomes)?;
-    std::fs::write(&path, table.to_toml_string(TABLE_HEADER))
-        .with_context(|| format!("{}: cannot write", path.display()))?;
+    write_table(&path, &table)?;
     println!(
         "wrote {} champions and {}; time them with `evo bench --champions {} --record`",
         genomes.len(),
@@ -214,7 +358,9 @@ pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
 /// The comment at the top of every dispatch.toml.
 pub const TABLE_HEADER: &str =
     "Per-shape champions and the table that dispatches them (`evo dispatch SPEC`).
-Written by `evo champions EXPERIMENT...`; figures by `evo bench --champions DIR --record`.
+Written by `evo champions EXPERIMENT...`; figures by `evo bench --champions DIR --record`:
+the champion's and every baseline's ([[class.baseline]]) in the same run; a ratio is
+against the fastest baseline, replayed and on a cold L2 each.
 Rule for a shape between classes: same head dim; same kind (mask, window, grouped heads)
 if any class has it, else the same mask if any has it; then the nearest in work
 |log2(B*H*Lq*Lk) - log2(class's)|; ties to the nearest key length, then the nearest group.
@@ -225,36 +371,41 @@ pub fn run_dispatch(args: DispatchArgs) -> anyhow::Result<()> {
         .shape
         .parse()
         .map_err(|e: String| anyhow::anyhow!("{e}"))?;
+    let (table, files) = load_table(&args.champions)?;
     let path = args.champions.join(DISPATCH_FILE);
-    let table = DispatchTable::load(&path).with_context(|| {
-        format!(
-            "no dispatch table at {} (make one with `evo champions EXPERIMENT... --out {}`)",
-            path.display(),
-            args.champions.display()
-        )
-    })?;
     let choice = table.choose(&problem, &path)?;
     let file = args.champions.join(&choice.class.champion);
-    let genome = GenomeFile::load(&file)?;
+    let at = table
+        .classes
+        .iter()
+        .position(|c| c.name == choice.class.name)
+        .expect("the chosen class is one of the table's");
+    let genome = &files[at];
     println!("{problem} -> {} ({})", choice.class.name, file.display());
     println!("  why: {}", choice.reason);
     println!("  genome {}: {}", genome.genes.id(), genome.genes.summary());
     if let Some(us) = choice.class.median_us {
-        println!(
-            "  on its own shape {}: {us:.2} µs{} ({})",
-            choice.class_problem,
-            choice
-                .class
-                .speedup_vs_cudnn
-                .map(|x| format!(", {x:.2}x cuDNN in the same run"))
-                .unwrap_or_default()
-                + &choice
-                    .class
-                    .cold_ratio()
-                    .map(|(_, _, r)| format!(" ({r:.2}x cold L2)"))
-                    .unwrap_or_default(),
-            choice.class.bench.as_deref().unwrap_or("bench")
-        );
+        let bench = choice.class.bench.as_deref().unwrap_or("bench");
+        match choice.class.comparison(false) {
+            Some(warm) => println!(
+                "  on its own shape {}: {warm} ({bench})",
+                choice.class_problem
+            ),
+            None => println!(
+                "  on its own shape {}: {us:.2} µs, no baseline in that run ({bench})",
+                choice.class_problem
+            ),
+        }
+        if let Some(cold) = choice.class.comparison(true) {
+            println!("  cold L2: {cold}");
+        }
+        if choice.class.genome_id.is_none() {
+            println!(
+                "  (the table does not say which genome those figures were measured on: \
+                 `evo bench --champions {} --record` records it)",
+                args.champions.display()
+            );
+        }
     }
     if choice.considered.len() > 1 {
         println!("  classes considered (distance in doublings of work):");
@@ -277,57 +428,4 @@ pub fn run_dispatch(args: DispatchArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn class() -> ShapeClass {
-        ShapeClass {
-            name: "b16-h32kv8-lq1-lk8192-d128-causal-br".into(),
-            shape: "16,32,1,8192,128,f16,causal=br,kv=8".into(),
-            champion: "c.toml".into(),
-            experiment: "experiments/x/search".into(),
-            median_us: Some(179.5),
-            cudnn_us: Some(210.66),
-            speedup_vs_cudnn: Some(210.66 / 179.5),
-            cold_us: None,
-            cudnn_cold_us: None,
-            bench: Some("experiments/x/record.json (H100, f16)".into()),
-        }
-    }
-
-    #[test]
-    fn the_header_gives_the_cold_comparison_beside_the_replayed_one() {
-        let without = champion_header(&class(), "H100");
-        assert!(
-            without.contains("PyTorch SDPA cuDNN 210.66 µs in the same run: 1.17x (experiments"),
-            "{without}"
-        );
-        assert!(!without.contains("cold"), "{without}");
-        let with = champion_header(
-            &ShapeClass {
-                cold_us: Some(179.23),
-                cudnn_cold_us: Some(179.25),
-                ..class()
-            },
-            "H100",
-        );
-        assert!(
-            with.contains(
-                "1.17x; cold L2 179.23 µs against 179.25: 1.00x (experiments/x/record.json"
-            ),
-            "{with}"
-        );
-        // Only one of the pair: no cold ratio is made up.
-        let half = champion_header(
-            &ShapeClass {
-                cold_us: Some(179.23),
-                ..class()
-            },
-            "H100",
-        );
-        assert!(!half.contains("cold"), "{half}");
-    }
 }

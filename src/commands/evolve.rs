@@ -10,12 +10,19 @@
 //! ```
 //! With `--backend auto` the search runs on the GPU when a CUDA device is present,
 //! else it replays the recorded landscape and says so on its first line.
+//!
+//! Nothing measured is lost: the folder is locked while a search writes it; a resume
+//! refuses an option that disagrees with experiment.toml, a lower budget, and a run that
+//! would replace the recorded lineage with another search's; a folder holding files but
+//! no experiment.toml is not taken over; and experiment.toml is written only once the
+//! search can start, so a start that failed fixes nothing.
 
 use anyhow::{bail, Context};
+use evo_gates::outcome::files::{this_process, FolderLock};
 use evo_gates::suite::full_cases;
 use evo_gates::GreenSuite;
 use evo_genome::{Problem, Target};
-use evo_lineage::{plot_best_so_far, LineageMeta, PlotError};
+use evo_lineage::{plot_best_so_far, write_atomic, LineageMeta, PlotError};
 use evo_mutator::{
     search, Backend, EvaluationCache, Evaluator, Exchange, ExperimentConfig, Landscape,
     LandscapeEvaluator, SearchConfig, SearchSpace, Sinks, WallClock, EXPERIMENT_FILE,
@@ -30,21 +37,25 @@ use std::time::Duration;
 pub const DEFAULT_LANDSCAPE: &str = "experiments/2026-11-23-h100-landscape";
 
 mod config;
+mod folder;
+pub(crate) mod numbers;
 mod report;
 
-use config::{config_from_args, load_genomes, resolve_config};
-use report::{report, stop_reason};
+use config::{config_from_args, load_genomes, resolve_config, Refusal, Resolved};
+use folder::{default_folder, lock_if_present, refuse_other_lineage};
+use report::{print_champion, report, stop_reason};
 
 #[derive(Debug, clap::Args)]
 pub struct EvolveArgs {
     /// Search strategy [default: evolutionary].
     #[arg(long, value_parser = ["evolutionary", "random", "exhaustive"])]
     pub strategy: Option<String>,
-    /// Stop after this many evaluations (cache hits included) [default: 200].
-    #[arg(long, conflicts_with = "minutes")]
+    /// Stop after this many evaluations (cache hits included) [default: 200]. On resume,
+    /// the new total: it may only grow.
+    #[arg(long, conflicts_with = "minutes", value_parser = numbers::evaluations)]
     pub budget: Option<usize>,
-    /// Stop after this many minutes of wall time instead.
-    #[arg(long)]
+    /// Stop after this many minutes of wall time instead (above 0, at most a year).
+    #[arg(long, value_parser = numbers::minutes)]
     pub minutes: Option<f64>,
     /// Seed of the search's RNG: same seed and same measurements, same lineage. On a
     /// GPU it also draws the full gate's shapes and GREEN's inputs. [default: 1 when
@@ -52,8 +63,10 @@ pub struct EvolveArgs {
     /// experiment.toml, so no kernel can be tuned to one draw]
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Experiment folder; an existing one is resumed from its experiment.toml
-    /// [default: experiments/<date>-<device>-<strategy>[-steady]-s<seed>].
+    /// Experiment folder: a new or empty one, or an experiment to resume from its
+    /// experiment.toml (every option given must agree with it; a budget may only grow)
+    /// [default: experiments/<date>-<device>-<strategy>[-steady]-s<seed>, resumed when it
+    /// holds this same search, else the first free `-2`, `-3`, ...].
     #[arg(long)]
     pub experiment: Option<PathBuf>,
     /// auto (GPU if present, else replay of the recorded landscape), gpu, or replay:DIR
@@ -61,7 +74,7 @@ pub struct EvolveArgs {
     #[arg(long)]
     pub backend: Option<String>,
     /// Candidates per generation [default: 16].
-    #[arg(long)]
+    #[arg(long, value_parser = numbers::candidates)]
     pub population: Option<usize>,
     /// Pipelined generations: from generation 2 on, breed each generation from the
     /// results one generation back, so it compiles while the GPUs measure the one ahead
@@ -79,7 +92,7 @@ pub struct EvolveArgs {
     /// [default: on the GPU, 3 per GPU plus one per compile thread's share of a
     /// candidate's variants; replay: 1]. Written into experiment.toml: the lineage
     /// depends on it.
-    #[arg(long, value_name = "N", requires = "steady")]
+    #[arg(long, value_name = "N", requires = "steady", value_parser = numbers::candidates)]
     pub in_flight: Option<usize>,
     /// Where compiled CUBINs are kept for later runs (keyed by template hash, defines,
     /// architecture and NVRTC version), or `off` [default: $XDG_CACHE_HOME/evo/cubins,
@@ -95,7 +108,7 @@ pub struct EvolveArgs {
     /// Fault drill: every N-th candidate runs a planted kernel from tests/faults/ (an
     /// illegal address, a hang) instead of its own, to show that a faulting or hanging
     /// kernel costs only its own evaluation. GPU backend only; never for a real search.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = numbers::every_nth)]
     pub plant_faults: Option<usize>,
     /// The objective shape, `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]` [default: the seed shape
     /// 1,8,512,512,64,f16]. Replay answers only its landscape's own shape.
@@ -111,7 +124,7 @@ pub struct EvolveArgs {
     #[arg(long, value_name = "all|0,1,...")]
     pub gpus: Option<String>,
     /// Seconds the GPU worker may spend on one candidate before it is killed as hung.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = numbers::timeout_seconds)]
     pub timeout: u64,
     /// Run island K of an island-model search (counting from 0): an evolutionary search
     /// of its own that trades elites with the others through --exchange. The seed
@@ -351,18 +364,19 @@ fn prepare(
 
 pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
     let genomes = load_genomes(&args.genomes)?;
-    let (dir, config, prepared) = match &args.experiment {
+    let (dir, resolved, prepared, lock) = match &args.experiment {
         Some(dir) => {
-            let config = resolve_config(&args, dir, &genomes)?;
-            let prepared = prepare(&config, config.backend(), &args)?;
-            (dir.clone(), config, prepared)
+            let lock = lock_if_present(dir)?;
+            let resolved = resolve_config(&args, dir, &genomes)?;
+            let prepared = prepare(&resolved.config, resolved.config.backend(), &args)?;
+            (dir.clone(), resolved, prepared, lock)
         }
         None => {
             // The default name carries the device, known only once the backend is up,
             // and says `replay` when the numbers are a recorded landscape's.
             let fresh = config_from_args(&args, "pending", &genomes)?;
             let prepared = prepare(&fresh, fresh.backend(), &args)?;
-            let dir = PathBuf::from("experiments").join(format!(
+            let base = PathBuf::from("experiments").join(format!(
                 "{}-{}{}-{}{}-s{}{}",
                 today(),
                 if prepared.replayed { "replay-" } else { "" },
@@ -379,10 +393,15 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
                     .as_ref()
                     .map_or(String::new(), |i| format!("-island{}", i.island))
             ));
-            let config = resolve_config(&args, &dir, &genomes)?;
-            (dir, config, prepared)
+            let (dir, resolved, lock) = default_folder(&args, &base, &fresh, &genomes)?;
+            (dir, resolved, prepared, lock)
         }
     };
+    let Resolved {
+        mut config,
+        mut write,
+        resumed,
+    } = resolved;
     let Prepared {
         mut evaluator,
         space,
@@ -392,10 +411,9 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
     // A steady-state search's lineage depends on how many candidates it keeps in
     // flight: the evaluator's choice is fixed in the experiment, so a re-run or a
     // resume on another machine keeps it.
-    let mut config = config;
     if config.evolutionary.steady && config.evolutionary.in_flight.is_none() {
         config.evolutionary.in_flight = Some(evaluator.in_flight());
-        config.save(&dir.join(EXPERIMENT_FILE))?;
+        write = true;
     }
     let device = evaluator.device();
     let largest = objective
@@ -423,7 +441,37 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let lineage_path = dir.join("lineage.json");
+    if resumed {
+        refuse_other_lineage(&lineage_path, &device, &label)?;
+    }
 
+    // Another search running as the same island would overwrite this one's elites.
+    let _island = config
+        .island
+        .as_ref()
+        .map(evo_mutator::island::claim)
+        .transpose()?;
+
+    // The search can start: only now is the folder made and its record written, so a
+    // start that failed leaves nothing that fixes its options.
+    let _lock = match lock {
+        Some(lock) => lock,
+        None => {
+            std::fs::create_dir_all(&dir).with_context(|| {
+                format!("{}: cannot create the experiment folder", dir.display())
+            })?;
+            let lock = FolderLock::acquire(&dir, &this_process())?;
+            if !resumed && dir.join(EXPERIMENT_FILE).exists() {
+                bail!(
+                    "{}: another search started here while this one prepared; resume it with `evo evolve --experiment {}`",
+                    dir.display(),
+                    dir.display()
+                );
+            }
+            lock
+        }
+    };
     let scope = evo_mutator::CacheScope {
         objective: label.clone(),
         device: device.clone(),
@@ -441,6 +489,26 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             cache.report.other_scope,
             cache_path.display()
         );
+    }
+    // Records on file and none of them this search's: another template, toolchain or
+    // landscape of the same device. The search would start over and replace the lineage.
+    if resumed
+        && cache.report.reusable == 0
+        && cache.report.other_scope > 0
+        && lineage_path.exists()
+    {
+        return Err(Refusal(format!(
+            "{}: none of its {} records is for this search (template {}, toolchain {}, {label} on `{device}`), so this run would start over and replace {}; resume it with the backend and landscape it was recorded with, or use a new --experiment folder",
+            cache_path.display(),
+            cache.report.other_scope,
+            evaluator.template_hash(),
+            evaluator.toolchain(),
+            lineage_path.display()
+        ))
+        .into());
+    }
+    if write {
+        config.save(&dir.join(EXPERIMENT_FILE))?;
     }
     let on_record = cache.len();
     let search_config = SearchConfig {
@@ -476,7 +544,6 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let lineage_path = dir.join("lineage.json");
     let outcome = search(
         &search_config,
         &space,
@@ -514,7 +581,7 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             report += &format!("- {line}\n");
         }
     }
-    std::fs::write(&report_path, &report)
+    write_atomic(&report_path, report.as_bytes())
         .with_context(|| format!("{}: cannot write", report_path.display()))?;
 
     println!(
@@ -531,34 +598,7 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
     for line in &usage {
         println!("  {line}");
     }
-    match outcome.lineage.champion() {
-        Some(c) => {
-            // A named node's label is its name; an unnamed one's is already its id.
-            let id = match &c.name {
-                Some(name) => format!("{name} {}", c.id),
-                None => c.id.to_string(),
-            };
-            println!(
-                "champion: {id} at {:.2} µs\n  {}",
-                c.score_us().unwrap_or_default(),
-                c.genome.summary()
-            );
-            if let Some(gates) = c
-                .evaluation
-                .as_ref()
-                .map(|e| &e.gates)
-                .filter(|g| !g.is_empty())
-            {
-                println!("  gates passed: {}", gates.join("; "));
-            }
-        }
-        None => println!("no candidate passed GREEN"),
-    }
-    println!();
-    println!(
-        "{}",
-        evo_lineage::path_table(&outcome.lineage, &outcome.lineage.champion_path())
-    );
+    print_champion(&outcome.lineage);
     println!("report: {}", report_path.display());
     Ok(())
 }

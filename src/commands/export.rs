@@ -9,8 +9,8 @@
 use anyhow::{bail, Context};
 use evo_codegen::{compile_many, Toolchain};
 use evo_gates::Tolerance;
-use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
-use evo_genome::{Dtype, Family, GenomeFile, Target};
+use evo_genome::dispatch::DISPATCH_FILE;
+use evo_genome::{Dtype, Family, Target};
 use evo_runtime::export::{
     ChampionEntry, KernelEntry, Manifest, ToleranceEntry, MANIFEST_FILE, MANIFEST_FORMAT,
     PYTHON_MODULE,
@@ -19,8 +19,13 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
-    /// The folder to write (created if missing; files of an earlier export are replaced).
+    /// The folder to write: created if missing; an earlier export there is replaced
+    /// whole (no kernel of it stays); any other non-empty folder is refused without
+    /// --force.
     pub out: PathBuf,
+    /// Replace OUT even when it holds files that no export wrote.
+    #[arg(long)]
+    pub force: bool,
     /// The champions folder (its dispatch.toml and champion genomes).
     #[arg(long, value_name = "DIR", default_value = super::champions::DEFAULT_CHAMPIONS)]
     pub champions: PathBuf,
@@ -78,6 +83,144 @@ fn write(path: &Path, bytes: impl AsRef<[u8]>) -> anyhow::Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("{}: cannot write", path.display()))
 }
 
+/// The export is written into a temporary sibling of OUT and swapped in whole at the
+/// end: a reader of OUT sees the old package or the new one, and no file of the old one
+/// (a kernel of a class since removed) stays beside the new. Dropped before
+/// [`Staging::commit`], it removes the temporary folder.
+struct Staging {
+    dir: PathBuf,
+    out: PathBuf,
+    committed: bool,
+}
+
+impl Staging {
+    /// Checks OUT before anything is compiled: a folder that is missing, empty or an
+    /// earlier export (its manifest reads as one); any other is refused unless `force`,
+    /// naming what is there. OUT must not hold the champions it exports.
+    fn prepare(out: &Path, champions: &Path, force: bool) -> anyhow::Result<Staging> {
+        let shown = out.display();
+        let name = out
+            .file_name()
+            .filter(|_| !out.ends_with(".."))
+            .with_context(|| {
+                format!(
+                    "{shown}: name the export's folder by its name, e.g. out/h100 (an export \
+                     replaces its folder whole, so not `.`, `..` or `/`)"
+                )
+            })?
+            .to_string_lossy()
+            .into_owned();
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("{}: cannot create the folder", parent.display()))?;
+        let parent = parent
+            .canonicalize()
+            .with_context(|| format!("{}: cannot resolve", parent.display()))?;
+        let out_abs = parent.join(&name);
+        if let Ok(meta) = std::fs::symlink_metadata(&out_abs) {
+            if !meta.is_dir() {
+                bail!(
+                    "{shown}: exists and is not a folder (a file or a link); name a folder for the export"
+                );
+            }
+            if let Ok(champions) = champions.canonicalize() {
+                if champions.starts_with(&out_abs) {
+                    bail!(
+                        "{shown}: holds the champions being exported ({}); export into another folder",
+                        champions.display()
+                    );
+                }
+            }
+            let mut entries: Vec<String> = std::fs::read_dir(&out_abs)
+                .with_context(|| format!("{shown}: cannot read"))?
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            entries.sort();
+            let manifest = out_abs.join(MANIFEST_FILE);
+            let an_export = std::fs::read_to_string(&manifest)
+                .ok()
+                .is_some_and(|t| serde_json::from_str::<Manifest>(&t).is_ok());
+            if !entries.is_empty() && !an_export && !force {
+                let shown_entries = entries
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let more = entries.len().saturating_sub(5);
+                bail!(
+                    "{shown}: not empty and not an export (no {MANIFEST_FILE} written by `evo export`): \
+                     it holds {shown_entries}{}; export into another folder, or pass --force to replace it whole",
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                );
+            }
+        }
+        let dir = parent.join(format!(".{name}.export-{}.tmp", std::process::id()));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| {
+                format!("{}: cannot remove a stale temporary folder", dir.display())
+            })?;
+        }
+        std::fs::create_dir(&dir).with_context(|| {
+            format!(
+                "{}: cannot create (is {} writable?)",
+                dir.display(),
+                parent.display()
+            )
+        })?;
+        Ok(Staging {
+            dir,
+            out: out_abs,
+            committed: false,
+        })
+    }
+
+    /// Puts the written package in OUT's place; the old one (if any) is removed after.
+    fn commit(mut self) -> anyhow::Result<()> {
+        let old = self.out.with_file_name(format!(
+            ".{}.old-{}.tmp",
+            self.out.file_name().unwrap_or_default().to_string_lossy(),
+            std::process::id()
+        ));
+        let had_old = self.out.exists();
+        if had_old {
+            std::fs::rename(&self.out, &old).with_context(|| {
+                format!("{}: cannot move aside to replace it", self.out.display())
+            })?;
+        }
+        if let Err(e) = std::fs::rename(&self.dir, &self.out) {
+            if had_old {
+                let _ = std::fs::rename(&old, &self.out);
+            }
+            return Err(e).with_context(|| {
+                format!("{}: cannot put the export in place", self.out.display())
+            });
+        }
+        self.committed = true;
+        if had_old {
+            std::fs::remove_dir_all(&old).with_context(|| {
+                format!(
+                    "{}: the export is in place, but its old copy is left here",
+                    old.display()
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let target = Target::parse(args.arch.trim_end_matches('a')).with_context(|| {
         format!(
@@ -85,17 +228,14 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             args.arch
         )
     })?;
+    // The destination first: a refusal costs nothing, and a folder that cannot be
+    // written is found before any kernel is compiled.
+    let staging = Staging::prepare(&args.out, &args.champions, args.force)?;
     let table_path = args.champions.join(DISPATCH_FILE);
-    let table = DispatchTable::load(&table_path).with_context(|| {
-        format!(
-            "no champions to export in {} (make them with `evo champions`)",
-            args.champions.display()
-        )
-    })?;
+    let (table, files) = super::champions::load_table(&args.champions)?;
     let mut genomes = Vec::new();
-    for class in &table.classes {
+    for (class, file) in table.classes.iter().zip(files) {
         let path = args.champions.join(&class.champion);
-        let file = GenomeFile::load(&path)?;
         let p = class.problem().map_err(anyhow::Error::msg)?;
         let violations = file.genes.violations(p.head_dim, target);
         if !violations.is_empty() {
@@ -138,7 +278,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         tc.nvrtc_version.1
     );
 
-    let out = &args.out;
+    let out = &staging.dir;
     let mut champions = Vec::new();
     for (class, p, file) in &genomes {
         let arch = match file.genes.family {
@@ -206,7 +346,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             eprintln!(
                 "runtime library: {} -> {}",
                 path.display(),
-                out.join(&rel).display()
+                args.out.join(&rel).display()
             );
             Some(rel)
         }
@@ -251,6 +391,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     for (rel, text) in PYTHON_MODULE {
         write(&out.join("python").join(rel), text)?;
     }
+    staging.commit()?;
+    let out = &args.out;
     println!(
         "exported {} champions of {} ({} kernels, {}) to {}",
         manifest.champions.len(),

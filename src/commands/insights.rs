@@ -13,6 +13,18 @@ pub struct InsightsArgs {
 }
 
 pub fn run(args: InsightsArgs) -> anyhow::Result<()> {
+    // One folder given twice would count each of its gene changes twice.
+    let mut seen = std::collections::HashMap::new();
+    for dir in &args.experiments {
+        let key = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if let Some(first) = seen.insert(key, dir) {
+            anyhow::bail!(
+                "{} and {} are one experiment; give each experiment once",
+                first.display(),
+                dir.display()
+            );
+        }
+    }
     let lineages = args
         .experiments
         .iter()

@@ -5,8 +5,12 @@
 //! evaluation is appended to `evaluations.jsonl` and flushed as soon as it exists,
 //! failures included, so a killed run resumes where it stopped and loses nothing.
 //! Compiling the next chunk overlaps with the GPU evaluating the current one.
+//!
+//! `--out` is checked before the GPU starts: a folder that holds another plan's landscape,
+//! or files that are no landscape, is refused; the folder is locked while measured.
 
 use anyhow::{bail, Context};
+use evo_gates::outcome::files::{this_process, write_atomic, FolderLock, LOCK_FILE};
 use evo_gates::{Evaluation, GreenSuite, Status};
 use evo_genome::{from_toml, Genome, GenomeId, Problem};
 use evo_mutator::landscape::{read_evaluations, EVALUATIONS_FILE, EVALUATIONS_GZ_FILE, META_FILE};
@@ -27,20 +31,20 @@ pub struct LandscapeArgs {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Genomes compiled per chunk (the next chunk compiles while this one runs).
-    #[arg(long, default_value_t = 96)]
+    #[arg(long, default_value_t = 96, value_parser = super::evolve::numbers::candidates)]
     pub chunk: usize,
     /// Run one worker per GPU: `all`, or ordinals such as `0,1` (one GPU model)
     /// [default: the first GPU].
     #[arg(long, value_name = "all|0,1,...")]
     pub gpus: Option<String>,
     /// Seconds a worker may spend on one genome before it is killed as hung.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = super::evolve::numbers::timeout_seconds)]
     pub timeout: u64,
     /// Base seed of every GREEN and FAST input.
     #[arg(long, default_value_t = 2026, env = "EVO_SEED")]
     pub seed: u64,
     /// Measure at most this many genomes in this run (the rest on resume).
-    #[arg(long)]
+    #[arg(long, value_parser = super::evolve::numbers::evaluations)]
     pub limit: Option<usize>,
     /// Count the plan's points and valid genomes per family for this device (sm_89 or
     /// sm_90), and how many --out already holds; measures nothing, needs no GPU.
@@ -87,6 +91,68 @@ fn measured(dir: &Path) -> anyhow::Result<(HashSet<GenomeId>, Option<String>)> {
         }
     }
     Ok((ids, device))
+}
+
+/// A landscape holds one plan's measurements: an --out that already holds one must hold
+/// this plan's (then it is resumed), and one that holds files must hold a landscape.
+fn check_out(args: &LandscapeArgs, plan: &Plan) -> anyhow::Result<()> {
+    let out = &args.out;
+    if !out.exists() {
+        return Ok(());
+    }
+    if !out.is_dir() {
+        bail!("--out {} is a file; choose a folder", out.display());
+    }
+    let meta_path = out.join(META_FILE);
+    if meta_path.exists() {
+        let text = std::fs::read_to_string(&meta_path)
+            .with_context(|| format!("{}: cannot read", meta_path.display()))?;
+        let recorded: LandscapeMeta = from_toml(&text, &meta_path)?;
+        if recorded.problem != plan.problem {
+            bail!(
+                "{}: records problem {}, but the plan {} asks for {}; a landscape holds one plan's measurements: choose another --out",
+                meta_path.display(),
+                recorded.problem.spec(),
+                args.plan.display(),
+                plan.problem.spec()
+            );
+        }
+        if recorded.subspace != plan.subspace {
+            bail!(
+                "{}: records another sub-space than the plan {}; a landscape holds one plan's measurements: choose another --out",
+                meta_path.display(),
+                args.plan.display()
+            );
+        }
+        return Ok(());
+    }
+    let mut names: Vec<String> = std::fs::read_dir(out)
+        .with_context(|| format!("{}: cannot list", out.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != LOCK_FILE)
+        .collect();
+    names.sort();
+    // A run killed before its first landscape.toml left only its measurements; the plan
+    // itself may wait in the folder it will fill.
+    let plan_here = args
+        .plan
+        .canonicalize()
+        .ok()
+        .filter(|p| p.parent() == out.canonicalize().ok().as_deref())
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let measurements = [EVALUATIONS_FILE, EVALUATIONS_GZ_FILE];
+    if names
+        .iter()
+        .all(|n| measurements.contains(&n.as_str()) || Some(n) == plan_here.as_ref())
+    {
+        return Ok(());
+    }
+    bail!(
+        "--out {} holds {} but no {META_FILE}: it is not a landscape; choose a new --out",
+        out.display(),
+        names.join(", ")
+    )
 }
 
 /// `--count`: the plan's size per family, without a GPU.
@@ -140,15 +206,17 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
             plan.green
         )
     })?;
+    check_out(&args, &plan)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("{}: cannot create", args.out.display()))?;
+    let _lock = FolderLock::acquire(&args.out, &this_process())?;
     // A landscape kept gzipped (as in the repository) is resumed in plain text: the new
     // measurements are appended to it line by line.
     let log_path = args.out.join(EVALUATIONS_FILE);
     let gz_path = args.out.join(EVALUATIONS_GZ_FILE);
     if !log_path.exists() && gz_path.exists() {
         let (_, text) = read_evaluations(&args.out)?.context("read just above")?;
-        std::fs::write(&log_path, text)
+        write_atomic(&log_path, text.as_bytes())
             .with_context(|| format!("{}: cannot write", log_path.display()))?;
         println!(
             "resuming from {}: decompressed to {} (gzip it again when the landscape is complete)",
@@ -239,7 +307,7 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
         ),
     };
     let meta_text = toml::to_string(&meta).context("landscape.toml does not serialize")?;
-    std::fs::write(args.out.join(META_FILE), meta_text)
+    write_atomic(&args.out.join(META_FILE), meta_text.as_bytes())
         .with_context(|| format!("{}: cannot write", args.out.join(META_FILE).display()))?;
 
     let mut log = std::fs::OpenOptions::new()

@@ -1,11 +1,15 @@
 //! `evo lineage`: an experiment's lineage as the evolution-path table, DOT or SVG.
+//!
+//! The files it writes (`--save`, `--svg`) are checked before the lineage is read: an
+//! existing file is replaced only with `--force` (a `--save` onto an experiment's own
+//! lineage.json would replace what a search recorded).
 
 use anyhow::{bail, Context};
 use evo_genome::GenomeFile;
 use evo_lineage::{
     render_markdown, seed_lineage, seeds_record, to_dot, write_svg, Lineage, SEED_PATH,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct LineageArgs {
@@ -25,12 +29,48 @@ pub struct LineageArgs {
     /// an experiment that `evo replay` can re-measure).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    /// Replace the --save and --svg files when they exist.
+    #[arg(long)]
+    pub force: bool,
     /// Folder of the named genomes (for --seeds).
     #[arg(long, default_value = "genomes")]
     pub genomes: PathBuf,
 }
 
+/// A file a command is about to write: its folder must exist, and a file already there is
+/// replaced only when `force` says so. `option` names the flag in the error.
+pub(crate) fn check_new_file(path: &Path, force: bool, option: &str) -> anyhow::Result<()> {
+    if path.is_dir() {
+        bail!("{option} {} is a folder; name a file", path.display());
+    }
+    if path.exists() && !force {
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        bail!(
+            "{option} {} exists ({size} bytes); pass --force to replace it, or name a new file",
+            path.display()
+        );
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        bail!(
+            "{option} {}: the folder {} does not exist; create it first",
+            path.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: LineageArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.save {
+        check_new_file(path, args.force, "--save")?;
+    }
+    if let Some(path) = &args.svg {
+        check_new_file(path, args.force, "--svg")?;
+    }
     let lineage = if args.seeds {
         let named = SEED_PATH
             .iter()

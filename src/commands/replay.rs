@@ -3,9 +3,11 @@
 //! Every node recorded on one device (the seeds' L4, an earlier H100 run) is compiled
 //! and gated again here, and the two figures are printed side by side: does the
 //! ordering the search found still hold on this GPU? The new evaluations are
-//! appended to `replays.jsonl` in the experiment folder, so nothing measured is lost.
+//! appended to `replays.jsonl` in the experiment folder, so nothing measured is lost;
+//! the folder is locked meanwhile, as a search writing it would lock it.
 
 use anyhow::Context;
+use evo_gates::outcome::files::{this_process, FolderLock};
 use evo_gates::GreenSuite;
 use evo_genome::Problem;
 use evo_lineage::Lineage;
@@ -26,7 +28,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "quick", value_parser = ["quick", "default"])]
     pub suite: String,
     /// Seconds a worker may spend on one genome.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = super::evolve::numbers::timeout_seconds)]
     pub timeout: u64,
     /// Base seed of every input.
     #[arg(long, default_value_t = 2026, env = "EVO_SEED")]
@@ -54,6 +56,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         "{}: the lineage has no node to replay",
         lineage_path.display()
     );
+    let _lock = FolderLock::acquire(&args.experiment, &this_process())?;
     let mut evaluator = GpuEvaluator::start(GpuPlan {
         green_cases: GreenSuite::parse(&args.suite)
             .expect("clap checked the suite")

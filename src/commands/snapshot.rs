@@ -12,7 +12,7 @@ use evo_runtime::snapshot::{
     check, export_problems, record, CheckReport, GpuRunner, Machine, Snapshot, Tolerance,
 };
 use evo_runtime::Champions;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct SnapshotArgs {
@@ -42,6 +42,10 @@ pub struct SnapshotArgs {
     /// The GPU to run on (its ordinal).
     #[arg(long, default_value_t = 0)]
     pub gpu: usize,
+    /// Record over FILE when it already exists (by default an existing file is refused:
+    /// check it with --check, or record to another path).
+    #[arg(long, conflicts_with = "check")]
+    pub force: bool,
 }
 
 pub fn run(args: SnapshotArgs) -> anyhow::Result<()> {
@@ -52,7 +56,56 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Checks FILE before anything runs: a file in an existing folder, outside the export
+/// (the next `evo export` replaces that folder whole), and new unless --force; an
+/// existing file is named with what it holds.
+fn check_destination(args: &SnapshotArgs) -> anyhow::Result<()> {
+    let file = &args.file;
+    if file.is_dir() {
+        bail!("{}: a folder; name the snapshot's file", file.display());
+    }
+    let parent = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let (Ok(folder), Ok(export)) = (parent.canonicalize(), args.export.canonicalize()) else {
+        if !parent.is_dir() {
+            bail!(
+                "{}: no such folder for the snapshot {}; create it first",
+                parent.display(),
+                file.display()
+            );
+        }
+        return Ok(());
+    };
+    if folder.starts_with(&export) {
+        bail!(
+            "{}: inside the export it records ({}), which the next `evo export` replaces whole; \
+             write the snapshot elsewhere",
+            file.display(),
+            args.export.display()
+        );
+    }
+    if file.exists() && !args.force {
+        let what = match Snapshot::read(file) {
+            Ok(s) => format!(
+                "a snapshot of {} outputs recorded by evo {} on {}",
+                s.entries.len(),
+                s.evo_version,
+                s.machine.device
+            ),
+            Err(_) => "not a snapshot".to_string(),
+        };
+        bail!(
+            "{}: exists ({what}); check it with --check, record to another path, or pass --force to record over it",
+            file.display()
+        );
+    }
+    Ok(())
+}
+
 fn run_record(args: &SnapshotArgs) -> anyhow::Result<()> {
+    check_destination(args)?;
     let tolerance = match (args.atol, args.rtol) {
         (Some(atol), Some(rtol)) => {
             if !(atol >= 0.0 && rtol >= 0.0 && atol.is_finite() && rtol.is_finite()) {

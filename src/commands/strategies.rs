@@ -1,8 +1,9 @@
 //! `evo strategies`: evolutionary vs random on a recorded landscape, over many seeds;
 //! with `--steady`, the steady-state search beside them.
 
-use crate::commands::evolve::DEFAULT_LANDSCAPE;
+use crate::commands::evolve::{numbers, DEFAULT_LANDSCAPE};
 use anyhow::{bail, Context};
+use evo_lineage::write_atomic;
 use evo_mutator::{compare_strategies, Contender, EvolutionParams, Landscape, StrategyKind};
 use std::path::PathBuf;
 
@@ -12,13 +13,13 @@ pub struct StrategiesArgs {
     #[arg(long, default_value = DEFAULT_LANDSCAPE)]
     pub landscape: PathBuf,
     /// Runs per strategy (seeds 0..N).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = seeds)]
     pub seeds: u64,
     /// Evaluation counts at which the best-so-far is compared to the optimum.
-    #[arg(long, value_delimiter = ',', default_value = "25,50,100,200")]
+    #[arg(long, value_delimiter = ',', default_value = "25,50,100,200", value_parser = numbers::evaluations)]
     pub checkpoints: Vec<usize>,
     /// Candidates per generation of the evolutionary strategy.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = numbers::candidates)]
     pub population: usize,
     /// Run the evolutionary strategy with pipelined generations (`evo evolve
     /// --pipeline`): each generation bred from the results one generation back.
@@ -35,15 +36,34 @@ pub struct StrategiesArgs {
         long,
         value_delimiter = ',',
         default_value = "1,21",
-        requires = "steady"
+        requires = "steady",
+        value_parser = numbers::candidates
     )]
     pub in_flight: Vec<usize>,
-    /// Also write the result as JSON.
+    /// Also write the result as JSON (a new file, or one replaced with --force).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Replace the --json file when it exists.
+    #[arg(long, requires = "json")]
+    pub force: bool,
+}
+
+/// The most runs per strategy: each is a whole search.
+const MAX_SEEDS: u64 = 100_000;
+
+/// `--seeds`: at least one run, or there is no median to print.
+fn seeds(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if (1..=MAX_SEEDS).contains(&n) => Ok(n),
+        _ => Err(format!("give a whole number of runs from 1 to {MAX_SEEDS}")),
+    }
 }
 
 pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
+    // Checked before the runs, which take minutes: a refused file then costs nothing.
+    if let Some(path) = &args.json {
+        super::lineage::check_new_file(path, args.force, "--json")?;
+    }
     let landscape = Landscape::load(&args.landscape)?;
     println!("{}", landscape.banner());
     for w in &landscape.warnings {
@@ -91,7 +111,7 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
     print!("{}", comparison.to_markdown());
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&comparison)?;
-        std::fs::write(path, text + "\n")
+        write_atomic(path, (text + "\n").as_bytes())
             .with_context(|| format!("{}: cannot write", path.display()))?;
         eprintln!("wrote {}", path.display());
     }

@@ -47,12 +47,12 @@ pub enum CodegenError {
     },
 
     /// An NVRTC API call other than the compile itself failed.
-    #[error("NVRTC call {call} failed for {name}: {source}")]
+    /// The cause is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("NVRTC call {call} failed for {name}: {error}")]
     Nvrtc {
         name: String,
         call: &'static str,
-        #[source]
-        source: NvrtcError,
+        error: NvrtcError,
     },
 
     /// C strings cannot hold NUL; a source or flag with one cannot reach NVRTC.

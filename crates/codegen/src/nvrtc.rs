@@ -26,11 +26,11 @@ impl Program {
         };
         let c_source = CString::new(source).map_err(|_| nul("source"))?;
         let c_name = CString::new(name).map_err(|_| nul("program name"))?;
-        let handle = result::create_program(&c_source, Some(&c_name)).map_err(|source| {
+        let handle = result::create_program(&c_source, Some(&c_name)).map_err(|error| {
             CodegenError::Nvrtc {
                 name: name.to_string(),
                 call: "nvrtcCreateProgram",
-                source,
+                error,
             }
         })?;
         Ok(Program {
@@ -42,10 +42,10 @@ impl Program {
     }
 
     fn err(&self, call: &'static str) -> impl Fn(result::NvrtcError) -> CodegenError + '_ {
-        move |source| CodegenError::Nvrtc {
+        move |error| CodegenError::Nvrtc {
             name: self.name.clone(),
             call,
-            source,
+            error,
         }
     }
 

@@ -176,10 +176,10 @@ fn cudarc_version() -> Result<(i32, i32), CodegenError> {
     // lazy loader finds a library instead of panicking; the out-pointers are live locals.
     unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
         .result()
-        .map_err(|source| CodegenError::Nvrtc {
+        .map_err(|error| CodegenError::Nvrtc {
             name: "<toolchain>".into(),
             call: "nvrtcVersion",
-            source,
+            error,
         })?;
     Ok((major, minor))
 }

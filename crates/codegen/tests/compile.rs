@@ -1,9 +1,14 @@
-//! Compiles through NVRTC (no GPU needed): the named genomes, a uniform sample of the
-//! valid space, a hand-written kernel and a broken one. Needs the toolchain that
-//! `.ci/run` installs (or `EVO_NVRTC_DIR`); without it every test here fails with
-//! the install hint. The two `nvrtc_sweep_` tests print a summary (count, time,
+//! Compiles through NVRTC (no GPU needed): the named genomes, a covering design of the
+//! valid space (every allele of every gene on every target and head dimension, see
+//! `covering`), named Hopper alleles, a hand-written kernel and a broken one. Needs the
+//! toolchain that `.ci/run` installs (or `EVO_NVRTC_DIR`); without it every test here
+//! fails with the install hint. The `nvrtc_sweep_` tests print a summary (count, time,
 //! compiles/s, worst registers and spills); `just test` runs them with `--nocapture`.
+//! They share one compile cache, so a kernel two sweeps name compiles once.
 
+mod covering;
+
+use covering::Job;
 use evo_codegen::*;
 use evo_genome::{
     space, BlockN, ConsumerWgs, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad,
@@ -12,8 +17,9 @@ use evo_genome::{
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 fn toolchain() -> &'static Toolchain {
@@ -213,19 +219,52 @@ fn genome_toml(name: &str, g: &Genome) -> String {
     .to_toml_string()
 }
 
-type Job = (Genome, HeadDim, Dtype, Target);
+type Outcome = Arc<OnceLock<Result<Compiled, CodegenError>>>;
 
-/// Compiles jobs in parallel and checks each; returns failures and prints a summary.
+/// Compiles jobs in parallel (rayon), each kernel once per test process: the sweeps run
+/// at the same time and overlap (fa3 is a named genome and the Hopper alleles' base, and
+/// the covering design may pick any kernel), and a job another sweep is compiling is
+/// waited for, not compiled again. Results in job order.
+fn compile_shared(jobs: &[Job]) -> Vec<Outcome> {
+    use rayon::prelude::*;
+    static CACHE: OnceLock<Mutex<HashMap<Job, Outcome>>> = OnceLock::new();
+    let cells: Vec<Outcome> = {
+        let mut cache = CACHE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        jobs.iter()
+            .map(|&(g, d, dtype, target)| {
+                // Genes that do not apply to the family change no define: one kernel.
+                let key = (g.canonical(), d, dtype, target);
+                cache.entry(key).or_default().clone()
+            })
+            .collect()
+    };
+    let tc = toolchain();
+    jobs.par_iter()
+        .zip(&cells)
+        .for_each(|((g, d, dtype, target), cell)| {
+            cell.get_or_init(|| compile_genome(tc, g, *d, *dtype, *target));
+        });
+    cells
+}
+
+/// Compiles jobs and checks each; returns failures and prints a summary.
 fn sweep(label: &str, jobs: &[Job]) -> Vec<String> {
     let tc = toolchain();
     let start = Instant::now();
-    let results = compile_many(tc, jobs);
+    let cells = compile_shared(jobs);
+    let results: Vec<&Result<Compiled, CodegenError>> = cells
+        .iter()
+        .map(|c| c.get().expect("compile_shared fills every job"))
+        .collect();
     let wall = start.elapsed().as_secs_f64();
     let mut failures = Vec::new();
     let mut worst_regs: Option<(u32, String)> = None;
     let mut spilling = 0;
     let mut worst_spill: Option<(u32, String)> = None;
-    for ((g, d, dtype, target), result) in jobs.iter().zip(&results) {
+    for ((g, d, dtype, target), result) in jobs.iter().zip(results) {
         let what = format!("{} D{d} {dtype} {target}", g.summary());
         match result {
             Err(e) => failures.push(format!(
@@ -293,31 +332,35 @@ fn assert_no_failures(failures: Vec<String>) {
     );
 }
 
+/// Every named genome on every target and head dim it is valid on, f16 and bf16 taking
+/// turns with the head dim and swapping between the targets: an Ampere genome builds at
+/// both dtypes at every head dim, a Hopper one at both over its head dims, in half the
+/// compiles of both dtypes everywhere (the covering sweep pairs the dtypes with every
+/// allele).
 #[test]
 fn nvrtc_sweep_named_genomes() {
     let mut jobs = Vec::new();
     for file in named_genomes() {
-        for target in Target::ALL {
-            for d in HeadDim::ALL {
-                for dtype in Dtype::ALL {
-                    if file.genes.is_valid(d, target) {
-                        jobs.push((file.genes, d, dtype, target));
-                    } else if file.genes.family == Family::Hopper {
-                        // D256's O accumulator and K/V tiles fit only smaller tiles
-                        // than the named ones (FA3 uses 128 x 80 there).
-                        assert!(
-                            target == Target::Sm89 || d == HeadDim::D256,
-                            "{} must be valid on sm_90 below D256",
-                            file.name
-                        );
-                    } else {
-                        assert_ne!(
-                            d,
-                            HeadDim::D64,
-                            "{} must be valid at D64 on {target}",
-                            file.name
-                        );
-                    }
+        for (t, target) in Target::ALL.into_iter().enumerate() {
+            for (i, d) in HeadDim::ALL.into_iter().enumerate() {
+                let dtype = Dtype::ALL[(i + t) % 2];
+                if file.genes.is_valid(d, target) {
+                    jobs.push((file.genes, d, dtype, target));
+                } else if file.genes.family == Family::Hopper {
+                    // D256's O accumulator and K/V tiles fit only smaller tiles
+                    // than the named ones (FA3 uses 128 x 80 there).
+                    assert!(
+                        target == Target::Sm89 || d == HeadDim::D256,
+                        "{} must be valid on sm_90 below D256",
+                        file.name
+                    );
+                } else {
+                    assert_ne!(
+                        d,
+                        HeadDim::D64,
+                        "{} must be valid at D64 on {target}",
+                        file.name
+                    );
                 }
             }
         }
@@ -325,22 +368,20 @@ fn nvrtc_sweep_named_genomes() {
     assert_no_failures(sweep("named genomes", &jobs));
 }
 
-/// Genomes drawn uniformly from the valid space, half from sm_89's space and half
-/// from sm_90's, each compiled for every target it is valid on. `EVO_SWEEP_SAMPLES`
-/// overrides the count (default 300), `EVO_SWEEP_SEED` the seed.
+/// The covering design (see `covering`): every allele of every gene, and every pair of
+/// the switches that pick code paths, on every target and head dimension where some
+/// valid genome has it. `EVO_SWEEP_SAMPLES=n` adds n genomes drawn uniformly from the
+/// valid space (seed `EVO_SWEEP_SEED`), each compiled on every target it is valid on,
+/// for a deeper look than CI's.
 #[test]
-fn nvrtc_sweep_sampled_valid_genomes() {
-    let samples: usize = std::env::var("EVO_SWEEP_SAMPLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
-    let seed: u64 = std::env::var("EVO_SWEEP_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0x5eed);
-    eprintln!("[sampled] {samples} genomes, ChaCha8 seed {seed}");
+fn nvrtc_sweep_covering_design() {
+    let mut jobs = covering::jobs(&covering::cells());
+    let samples: usize = env_number("EVO_SWEEP_SAMPLES", 0);
+    let seed: u64 = env_number("EVO_SWEEP_SEED", 0x5eed);
+    if samples > 0 {
+        eprintln!("[covering] and {samples} sampled genomes, ChaCha8 seed {seed}");
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut jobs = Vec::new();
     for i in 0..samples {
         let space_of = Target::ALL[i % 2];
         let d = HeadDim::ALL[rng.random_range(0..HeadDim::ALL.len())];
@@ -352,7 +393,19 @@ fn nvrtc_sweep_sampled_valid_genomes() {
             }
         }
     }
-    assert_no_failures(sweep("sampled", &jobs));
+    assert_no_failures(sweep("covering", &jobs));
+}
+
+/// A whole number from the environment, `default` when unset; anything else stops the
+/// sweep, rather than running a sweep other than the one asked for.
+fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => default,
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            panic!("{name} = {v:?} is not a whole number: give one (e.g. {name}=300) or unset it")
+        }),
+        Err(e) => panic!("{name}: {e}: give a whole number (e.g. {name}=300) or unset it"),
+    }
 }
 
 /// Adds `g` for sm_90 at every head dim where it is valid, f16 and bf16 alternating with
@@ -366,21 +419,28 @@ fn at_every_fitting_head_dim(jobs: &mut Vec<Job>, g: evo_genome::Genome) {
     }
 }
 
-/// Every allele of every Hopper gene, each on the fa3 genome (the one gene changed),
-/// at both head dims and dtypes: the sampled sweep draws Hopper genomes too, but this
-/// one names each allele.
+/// Every allele of every Hopper gene, each on the fa3 genome (the one gene changed), and
+/// the combinations some genes need (chained overlap, the cluster merge, O's stores, the
+/// keys split) at every head dim that fits. A single-gene neighbour compiles at one head
+/// dim, turning with the allele: the covering sweep already reaches every allele at
+/// every head dim, so what this adds is the allele in fa3's own context.
 #[test]
 fn nvrtc_sweep_hopper_alleles() {
     let fa3 = GenomeFile::load(&genome_dir().join("fa3.toml")).expect("fa3.toml");
     let mut jobs = Vec::new();
-    for gene in fa3.genes.genes() {
+    for (i, gene) in fa3.genes.genes().into_iter().enumerate() {
         for allele in 0..gene.allele_count() {
             let g = fa3.genes.with_allele(gene, allele);
-            for d in HeadDim::ALL {
-                let dtype = Dtype::ALL[allele % 2];
-                if g.is_valid(d, Target::Sm90) && !jobs.contains(&(g, d, dtype, Target::Sm90)) {
-                    jobs.push((g, d, dtype, Target::Sm90));
-                }
+            let fits: Vec<HeadDim> = HeadDim::ALL
+                .into_iter()
+                .filter(|d| g.is_valid(*d, Target::Sm90))
+                .collect();
+            let Some(&d) = fits.get((i + allele) % fits.len().max(1)) else {
+                continue;
+            };
+            let job = (g, d, Dtype::ALL[allele % 2], Target::Sm90);
+            if !jobs.contains(&job) {
+                jobs.push(job);
             }
         }
     }
@@ -391,13 +451,7 @@ fn nvrtc_sweep_hopper_alleles() {
         softmax_overlap: evo_genome::Overlap::Chained,
         ..fa3.genes
     };
-    for d in HeadDim::ALL {
-        for dtype in Dtype::ALL {
-            if chained.is_valid(d, Target::Sm90) {
-                jobs.push((chained, d, dtype, Target::Sm90));
-            }
-        }
-    }
+    at_every_fitting_head_dim(&mut jobs, chained);
     // `cluster_combine` needs 2 to 8 splits, which fa3 has not: named on fa3 with each,
     // on a grid of one tile per CTA and on a persistent one.
     for split in [SplitKv::K2, SplitKv::K4, SplitKv::K8] {

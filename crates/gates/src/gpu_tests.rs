@@ -503,8 +503,10 @@ fn the_device_reference_agrees_with_candle_on_every_row() {
 }
 
 /// GREEN's every-row device check of a large case says what the CPU's full check says
-/// (same rows, same sums but for their order), for a kernel that is right and one that
-/// is wrong on a few rows.
+/// (same rows, same sums but for their order), and both say what the kernel is: the
+/// naive kernel passes, and sparse_rows.cu (off on one row in 8192 of a large problem)
+/// is caught, by each check and by GREEN itself, with its .expected.toml's reason and
+/// its worst row on one of the defective rows.
 #[test]
 fn the_device_row_check_agrees_with_the_cpus() {
     let (device, tc, target) = setup();
@@ -514,6 +516,10 @@ fn the_device_row_check_agrees_with_the_cpus() {
             path: file.into(),
             text: std::fs::read_to_string(repo().join(file)).unwrap(),
         };
+        let expected: Expected = toml::from_str(
+            &std::fs::read_to_string(repo().join(file).with_extension("expected.toml")).unwrap(),
+        )
+        .unwrap();
         let built = compile_all(
             &tc,
             std::slice::from_ref(&source),
@@ -535,7 +541,6 @@ fn the_device_row_check_agrees_with_the_cpus() {
             "{file}: CPU rel {:.3e} max {:.3e} | device rel {:.3e} max {:.3e}",
             cpu.rel_frob, cpu.max_abs, on_device.rel_frob, on_device.max_abs
         );
-        assert_eq!(cpu.failure.is_some(), on_device.failure.is_some(), "{file}");
         assert_eq!(cpu.rows_checked, on_device.rows_checked);
         assert!((cpu.rel_frob - on_device.rel_frob).abs() <= 1e-3 * cpu.rel_frob.max(1e-9));
         assert!((cpu.max_abs - on_device.max_abs).abs() <= 1e-5);
@@ -544,5 +549,50 @@ fn the_device_row_check_agrees_with_the_cpus() {
             on_device.worst.map(|w| (w.b, w.h, w.row))
         );
         assert_eq!(found.findings.inputs_changed, Some(0));
+        // What each check says of the kernel, not only that they agree.
+        let green = run_green(
+            &mut family,
+            &[Case {
+                problem: p,
+                q_gain: 1.0,
+                drawn: false,
+            }],
+            GreenOptions {
+                seed: GREEN_SEED,
+                stop_at_first_failure: false,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
+        if expected.verdict == "pass" {
+            assert_eq!(cpu.failure, None, "{file}: the CPU check");
+            assert_eq!(on_device.failure, None, "{file}: the device check");
+            assert!(green.passed(), "{file}: {}", green.failures());
+            continue;
+        }
+        let reason = expected
+            .reason_contains
+            .as_deref()
+            .expect("a failing kernel's .expected.toml names its reason");
+        for (check, failure) in [
+            ("the CPU check", cpu.failure.as_deref()),
+            ("the device check", on_device.failure.as_deref()),
+        ] {
+            assert!(
+                failure.is_some_and(|f| f.contains(reason)),
+                "{file}: {check} must fail with {reason:?}: {failure:?}"
+            );
+        }
+        assert!(
+            !green.passed() && green.failures().contains(reason),
+            "{file}: GREEN must reject it with {reason:?}: {}",
+            green.failures()
+        );
+        // The worst element sits on a row the kernel gets wrong: (b·H + h)·Lq + row is
+        // 8191 mod 8192 (sparse_rows.cu's defect).
+        let worst = on_device
+            .worst
+            .expect("a failing check names its worst element");
+        let global = (worst.b * p.heads + worst.h) * p.q_len + worst.row;
+        assert_eq!(global % 8192, 8191, "{file}: worst at {worst}");
     }
 }

@@ -23,6 +23,10 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+mod checks;
+mod figures;
+pub use figures::{BaselineFigure, Comparison};
+
 /// The file a champions folder holds its table in.
 pub const DISPATCH_FILE: &str = "dispatch.toml";
 
@@ -44,18 +48,20 @@ pub struct ShapeClass {
     pub name: String,
     /// `B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]`.
     pub shape: String,
-    /// The champion's genome file, relative to the table.
+    /// The champion's genome file, relative to the table's folder and inside it.
     pub champion: String,
     /// The search it came from.
     pub experiment: String,
     /// The champion's median µs on its shape in the bench that last measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median_us: Option<f64>,
-    /// PyTorch SDPA's cuDNN backend in that same run.
+    /// PyTorch SDPA's cuDNN backend in that same run (also among `baselines` when the
+    /// table has them; kept for the manifest and for tables written before them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cudnn_us: Option<f64>,
-    /// cudnn_us / median_us.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Read from tables written before `baselines`: cudnn_us / median_us. Not written
+    /// any more: a ratio against one backend says nothing when another is faster.
+    #[serde(default, skip_serializing)]
     pub speedup_vs_cudnn: Option<f64>,
     /// With `--cold-l2`: the champion's median launched alone after a read over the L2,
     /// and cuDNN's the same way, in that same run (the comparison that does not depend
@@ -67,6 +73,14 @@ pub struct ShapeClass {
     /// The bench record those figures come from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bench: Option<String>,
+    /// The id of the genome those figures were measured on: a champion file holding
+    /// another genome does not get them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub genome_id: Option<String>,
+    /// Every baseline timed on the shape in that run (each SDPA backend that states the
+    /// problem, the cuBLAS hybrid where it does): the ratios are against the fastest.
+    #[serde(rename = "baseline", default, skip_serializing_if = "Vec::is_empty")]
+    pub baselines: Vec<BaselineFigure>,
 }
 
 #[derive(Debug, Error)]
@@ -84,6 +98,44 @@ pub enum DispatchError {
     },
     #[error("{path}: class `{class}` is listed twice; keep one")]
     Duplicate { path: PathBuf, class: String },
+    #[error("{path}: no class: a table without a [[class]] dispatches nothing; make one with `evo champions EXPERIMENT... --out DIR`")]
+    Empty { path: PathBuf },
+    #[error("{path}: class `{class}`: field `champion` is `{champion}`: {message}")]
+    ChampionPath {
+        path: PathBuf,
+        class: String,
+        champion: String,
+        message: String,
+    },
+    #[error("{path}: classes `{first}` and `{second}` both name champion `{champion}`; each class has its own champion file (`evo champions` writes CLASS.toml)")]
+    SharedChampion {
+        path: PathBuf,
+        first: String,
+        second: String,
+        champion: String,
+    },
+    #[error("{path}: class `{class}`: field `{field}` is {value}; a time is a finite number of µs above 0 (record the figures again: `evo bench --champions DIR --record`)")]
+    Figure {
+        path: PathBuf,
+        class: String,
+        field: String,
+        value: f64,
+    },
+    #[error("{file}: its name is `{name}`, not `champion-{class}`: it is not class `{class}`'s champion; point class `{class}` of {path} at its own champion file")]
+    NotItsChampion {
+        path: PathBuf,
+        file: PathBuf,
+        class: String,
+        name: String,
+    },
+    #[error("{path}: class `{class}`: its figures were measured on genome {recorded}, but {file} holds genome {actual}; time it again (`evo bench --champions DIR --record`) or restore the genome that was measured")]
+    StaleFigures {
+        path: PathBuf,
+        class: String,
+        recorded: String,
+        file: PathBuf,
+        actual: String,
+    },
     #[error("{path}: no class has head dim {head_dim}, so no champion can serve {problem}; evolve one (`evo evolve --problem ...`) and add it")]
     NoClass {
         path: PathBuf,
@@ -111,13 +163,6 @@ impl ShapeClass {
     /// The class's shape, parsed.
     pub fn problem(&self) -> Result<Problem, String> {
         self.shape.parse()
-    }
-
-    /// The recorded cold-L2 comparison: (champion µs, cuDNN µs, cuDNN / champion), when
-    /// the record has both figures.
-    pub fn cold_ratio(&self) -> Option<(f64, f64, f64)> {
-        let (c, cc) = (self.cold_us?, self.cudnn_cold_us?);
-        Some((c, cc, cc / c))
     }
 
     /// The class name of a shape: `b2-h16-l4096-d128-causal`, `b1-h8-lq77-lk1000-d64`,
@@ -159,24 +204,6 @@ impl DispatchTable {
         let table: DispatchTable = from_toml(&text, path)?;
         table.check(path)?;
         Ok(table)
-    }
-
-    fn check(&self, path: &Path) -> Result<(), DispatchError> {
-        for (i, c) in self.classes.iter().enumerate() {
-            c.problem().map_err(|message| DispatchError::Shape {
-                path: path.to_path_buf(),
-                class: c.name.clone(),
-                shape: c.shape.clone(),
-                message,
-            })?;
-            if self.classes[..i].iter().any(|o| o.name == c.name) {
-                return Err(DispatchError::Duplicate {
-                    path: path.to_path_buf(),
-                    class: c.name.clone(),
-                });
-            }
-        }
-        Ok(())
     }
 
     /// The TOML text, with a header of comment lines.
@@ -303,10 +330,12 @@ mod tests {
             cold_us: None,
             cudnn_cold_us: None,
             bench: None,
+            genome_id: None,
+            baselines: Vec::new(),
         }
     }
 
-    fn table() -> DispatchTable {
+    pub(super) fn table() -> DispatchTable {
         DispatchTable {
             device: "NVIDIA H100 80GB HBM3".into(),
             classes: [
@@ -454,7 +483,15 @@ mod tests {
 
     #[test]
     fn tables_round_trip_and_bad_ones_name_file_class_and_field() {
-        let t = table();
+        let mut t = table();
+        // Every field, the baselines' array of tables included, comes back.
+        t.classes[0].median_us = Some(6.44);
+        t.classes[0].genome_id = Some("3614c1b7608d779e".into());
+        t.classes[0].baselines = vec![BaselineFigure {
+            backend: "sdpa-cudnn".into(),
+            us: Some(9.79),
+            cold_us: Some(11.07),
+        }];
         let dir = std::env::temp_dir().join(format!("evo-dispatch-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(DISPATCH_FILE);

@@ -9,9 +9,9 @@
 //! qk_math = "wmma"
 //! # ... every gene, none missing, none unknown
 //! ```
-//! Every gene of the genome's family must be present: a genome file is a complete
-//! design, and a gene silently defaulted would make two different kernels look the
-//! same. A Hopper genome (`family = "hopper"`) may leave out the Ampere-only genes.
+//! Every gene of the genome's family must be present, and no gene of the other family:
+//! a genome file is a complete design, and a gene silently defaulted (or one stated
+//! that shapes nothing) would make two different kernels look the same.
 
 use crate::genes::Genome;
 use serde::{Deserialize, Serialize};
@@ -40,18 +40,23 @@ pub enum GenomeError {
     },
     #[error(transparent)]
     Parse(#[from] TomlError),
-    #[error("{path}: cannot write: {source}")]
+    /// As `Io`: the OS error once, in the message.
+    #[error("{path}: cannot write: {error}")]
     Write {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
 impl GenomeFile {
     /// Parses TOML text; `path` only labels errors.
+    /// Every gene of the genome's family must be stated, and none of another family's
+    /// ([`crate::strict`]).
     pub fn from_toml_str(text: &str, path: &Path) -> Result<GenomeFile, GenomeError> {
-        Ok(from_toml(text, path)?)
+        // The typed parse first: it names a wrong allele or an unknown key at its line.
+        let file = from_toml(text, path)?;
+        crate::strict::check_genes_stated(text, path)?;
+        Ok(file)
     }
 
     /// Reads and parses a genome file.
@@ -63,28 +68,29 @@ impl GenomeFile {
         Self::from_toml_str(&text, path)
     }
 
-    /// The TOML text of this file (genes in canonical order). Genes that do not apply
-    /// to the genome's family (the Ampere genes of a Hopper genome) are left out: they
-    /// shape nothing, and a reader would take them for the kernel's design.
+    /// The TOML text of this file: every gene of the genome's family in canonical order,
+    /// and no other. The genes of the other family shape nothing, and a reader would
+    /// take them for the kernel's design; `family` is written for Hopper only (a file
+    /// without it is Ampere).
     pub fn to_toml_string(&self) -> String {
-        let text = toml::to_string(self).expect("a genome always serializes");
-        let unused: Vec<&str> = crate::Gene::ALL
-            .iter()
-            .filter(|g| !g.applies(self.genes.family))
-            .map(|g| g.name())
-            .collect();
-        let mut out = String::with_capacity(text.len());
-        let mut in_genes = false;
-        for line in text.lines() {
-            if line.starts_with('[') {
-                in_genes = line.trim() == "[genes]";
-            }
-            let key = line.split('=').next().unwrap_or("").trim();
-            if in_genes && unused.contains(&key) {
+        #[derive(Serialize)]
+        struct Head<'a> {
+            name: &'a str,
+            #[serde(skip_serializing_if = "str::is_empty")]
+            description: &'a str,
+        }
+        let head = Head {
+            name: &self.name,
+            description: &self.description,
+        };
+        let mut out = toml::to_string(&head).expect("two strings always serialize");
+        out.push_str("\n[genes]\n");
+        for gene in self.genes.genes() {
+            if gene == crate::Gene::Family && self.genes.family == crate::Family::Ampere {
                 continue;
             }
-            out.push_str(line);
-            out.push('\n');
+            let value = crate::strict::toml_value(&self.genes.allele_label(gene));
+            out.push_str(&format!("{} = {value}\n", gene.name()));
         }
         out
     }
@@ -98,9 +104,9 @@ impl GenomeFile {
             text.push('\n');
         }
         text.push_str(&self.to_toml_string());
-        std::fs::write(path, text).map_err(|source| GenomeError::Write {
+        std::fs::write(path, text).map_err(|error| GenomeError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 }

@@ -245,7 +245,9 @@ numeric! {
 /// Reading one (`raw::RawGenome`): an Ampere genome must list its 16 genes (a gene
 /// silently defaulted would make two kernels look the same); a Hopper genome lists
 /// the genes of its family and may leave out the Ampere-only ones, which do not shape
-/// its kernel and take their baseline values.
+/// its kernel and take their baseline values. That is the records' form (evaluations
+/// and lineages leave genes at their default out); a genome FILE a person writes is
+/// held to every gene of its family and no other ([`crate::GenomeFile`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, try_from = "crate::raw::RawGenome")]
 pub struct Genome {

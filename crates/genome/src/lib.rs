@@ -16,6 +16,8 @@ pub mod problem;
 mod raw;
 pub mod rules;
 pub mod space;
+mod spec;
+mod strict;
 pub mod target;
 
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
@@ -24,7 +26,7 @@ pub use genes::{
     Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch,
     Tile, VecBytes, Warps, WgSplit, GENES,
 };
-pub use problem::{Dtype, HeadDim, MaskAlign, MaskArgs, Problem, SPEC_FORM};
+pub use problem::{Dtype, HeadDim, MaskAlign, MaskArgs, Problem, MAX_DIM, SPEC_FORM};
 pub use rules::{Rule, SmemPlan, Violation};
 pub use target::Target;
 

@@ -1,6 +1,7 @@
 //! The attention problem a kernel is built and judged for.
 
 pub use crate::head_dim::HeadDim;
+pub use crate::spec::SPEC_FORM;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -82,6 +83,10 @@ pub struct Problem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_right: Option<u32>,
 }
+
+/// The largest batch, head count or length: kernels take them as 32-bit ints
+/// (kernels/ABI.md, `evo_attention_fwd`).
+pub const MAX_DIM: u32 = i32::MAX as u32;
 
 /// The mask as a kernel takes it (kernels/ABI.md): the diagonal's offset and the window
 /// bounds, -1 for none.
@@ -286,6 +291,12 @@ impl Problem {
                     "problem field `{name}` is 0; it must be at least 1"
                 ));
             }
+            if v > MAX_DIM {
+                return Err(format!(
+                    "problem field `{name}` is {v}, out of range: it must be 1 to {MAX_DIM} \
+                     (kernels take it as a 32-bit int)"
+                ));
+            }
         }
         if self.batch as u64 * self.heads as u64 > 65_535 {
             return Err(
@@ -301,14 +312,23 @@ impl Problem {
                 ));
             }
         }
+        // A packing kernel launches the K/V heads as heads of `group · q_len` rows, an int.
+        if self.group() as u64 * self.q_len as u64 > MAX_DIM as u64 {
+            return Err(format!(
+                "problem fields `heads`/`kv_heads`·`q_len` ({}·{}) exceed {MAX_DIM}, the rows \
+                 a grouped launch indexes with a 32-bit int; split the call",
+                self.group(),
+                self.q_len
+            ));
+        }
         for (name, w) in [
             ("window_left", self.window_left),
             ("window_right", self.window_right),
         ] {
-            if w.is_some_and(|w| w > i32::MAX as u32) {
+            if let Some(w) = w.filter(|&w| w > MAX_DIM) {
                 return Err(format!(
-                    "problem field `{name}` is larger than {}; leave it out for no bound",
-                    i32::MAX
+                    "problem field `{name}` is {w}, out of range: it must be 0 to {MAX_DIM}, \
+                     or left out for no bound"
                 ));
             }
         }
@@ -343,103 +363,6 @@ impl Problem {
             s.push_str(&format!(" window {w}"));
         }
         s
-    }
-}
-
-/// The problem syntax of `--problem`, the suites and the dispatch table.
-pub const SPEC_FORM: &str = "B,H,Lq,Lk,D,dtype[,causal|causal=br][,kv=N][,window=LEFT:RIGHT]\
-     [,align=br], e.g. 1,8,512,512,64,f16 or 1,32,4096,4096,128,bf16,causal,kv=8,window=4096:; \
-     kv=N: K/V heads (grouped-query attention), causal=br: the diagonal at the bottom right \
-     (query i sees keys j <= i + Lk - Lq), window=LEFT:RIGHT: keys at most LEFT before and \
-     RIGHT after the diagonal (a side left empty is unbounded), align=br: a window's \
-     diagonal at the bottom right without the causal mask";
-
-/// Parses [`SPEC_FORM`], e.g. `1,8,512,512,64,f16` or `1,32,4096,4096,128,f16,causal,kv=8`.
-impl std::str::FromStr for Problem {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Problem, String> {
-        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-        if parts.len() < 6 {
-            return Err(format!("`{s}`: expected {SPEC_FORM}"));
-        }
-        let int = |i: usize, name: &str| {
-            parts[i].parse::<u32>().map_err(|_| {
-                format!(
-                    "`{s}`: {name} `{}` is not a number; expected {SPEC_FORM}",
-                    parts[i]
-                )
-            })
-        };
-        let dtype = match parts[5] {
-            "f16" => Dtype::F16,
-            "bf16" => Dtype::Bf16,
-            other => return Err(format!("`{s}`: dtype `{other}` is not f16 or bf16")),
-        };
-        let mut problem = Problem {
-            batch: int(0, "B")?,
-            heads: int(1, "H")?,
-            q_len: int(2, "Lq")?,
-            kv_len: int(3, "Lk")?,
-            head_dim: HeadDim::try_from(int(4, "D")?).map_err(|e| format!("`{s}`: {e}"))?,
-            dtype,
-            ..Problem::seed()
-        };
-        for option in &parts[6..] {
-            let (key, value) = option.split_once('=').unwrap_or((option, ""));
-            let align = |v: &str| match v {
-                "br" | "bottom-right" | "bottom_right" => Ok(MaskAlign::BottomRight),
-                "tl" | "top-left" | "top_left" => Ok(MaskAlign::TopLeft),
-                other => Err(format!(
-                    "`{s}`: alignment `{other}` is not `br` (bottom-right) or `tl` (top-left)"
-                )),
-            };
-            match key {
-                "causal" => {
-                    problem.causal = true;
-                    if !value.is_empty() {
-                        problem.align = align(value)?;
-                    }
-                }
-                "align" => problem.align = align(value)?,
-                "kv" | "kv_heads" => {
-                    problem.kv_heads = Some(value.parse::<u32>().map_err(|_| {
-                        format!("`{s}`: kv `{value}` is not a number of K/V heads; write kv=8")
-                    })?)
-                }
-                "window" => {
-                    let (left, right) = value.split_once(':').ok_or_else(|| {
-                        format!("`{s}`: window `{value}` is not LEFT:RIGHT; write window=4096: for a left window of 4096 keys")
-                    })?;
-                    let side = |v: &str, name: &str| -> Result<Option<u32>, String> {
-                        if v.is_empty() {
-                            return Ok(None);
-                        }
-                        match v.parse::<i64>() {
-                            Ok(w) if w < 0 => Err(format!(
-                                "`{s}`: window {name} {w} is negative; write a width of 0 or \
-                                 more keys, or leave the side empty for no bound"
-                            )),
-                            Ok(w) => u32::try_from(w)
-                                .map(Some)
-                                .map_err(|_| format!("`{s}`: window {name} {w} is too large")),
-                            Err(_) => Err(format!("`{s}`: window {name} `{v}` is not a number")),
-                        }
-                    };
-                    problem.window_left = side(left, "left")?;
-                    problem.window_right = side(right, "right")?;
-                }
-                other => {
-                    return Err(format!(
-                        "`{s}`: `{other}` is not an option; expected {SPEC_FORM}"
-                    ))
-                }
-            }
-        }
-        if problem.kv_heads == Some(problem.heads) {
-            problem.kv_heads = None;
-        }
-        problem.validate().map(|()| problem)
     }
 }
 

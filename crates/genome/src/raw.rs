@@ -70,7 +70,7 @@ impl TryFrom<RawGenome> for Genome {
         // A gene the family reads must be present; one it ignores may be left out.
         let mut take = |gene: Gene, found: bool| {
             if !found && (gene.applies(r.family) || !hopper) {
-                missing.push(gene.name());
+                missing.push(gene);
             }
         };
         take(Gene::QkMath, r.qk_math.is_some());
@@ -90,25 +90,7 @@ impl TryFrom<RawGenome> for Genome {
         take(Gene::RegCap, r.reg_cap.is_some());
         take(Gene::MinBlocks, r.min_blocks.is_some());
         if !missing.is_empty() {
-            return Err(format!(
-                "missing field{} {} (a{} genome lists every gene of its family: {})",
-                if missing.len() > 1 { "s" } else { "" },
-                missing
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if hopper { " hopper" } else { "n ampere" },
-                Genome {
-                    family: r.family,
-                    ..base
-                }
-                .genes()
-                .iter()
-                .map(|g| g.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-            ));
+            return Err(crate::strict::missing_message(r.family, &missing));
         }
         Ok(Genome {
             qk_math: r.qk_math.unwrap_or(base.qk_math),

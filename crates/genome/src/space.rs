@@ -100,6 +100,21 @@ pub fn count_valid_in(family: Family, head_dim: HeadDim, target: Target) -> u128
     valid * free
 }
 
+/// Whether one family has a valid kernel: the walk of [`count_valid_in`], stopped at the
+/// first valid genome (it comes early where there is one; counting walks everything).
+pub fn any_valid_in(family: Family, head_dim: HeadDim, target: Target) -> bool {
+    let structural: Vec<Gene> = STRUCTURAL
+        .into_iter()
+        .filter(|g| g.applies(family) && *g != Gene::Family)
+        .collect();
+    let base = Genome {
+        family,
+        ..Genome::baseline()
+    };
+    let any = product(base, &structural).any(|g| g.is_valid(head_dim, target));
+    any
+}
+
 /// A genome drawn uniformly from the full product (not canonical: genes that do not
 /// apply to its family keep their draw).
 pub fn random_genome<R: Rng + ?Sized>(rng: &mut R) -> Genome {
@@ -128,7 +143,7 @@ pub fn sample_valid_in<R: Rng + ?Sized>(
     head_dim: HeadDim,
     target: Target,
 ) -> Option<Genome> {
-    if count_valid_in(family, head_dim, target) == 0 {
+    if !any_valid_in(family, head_dim, target) {
         return None;
     }
     loop {

@@ -317,7 +317,7 @@ fn toml_errors_name_file_line_and_field() {
     let msg = GenomeFile::from_toml_str(&missing, Path::new("g.toml"))
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("missing field `warps`"), "{msg}");
+    assert!(msg.contains("gene `warps` is missing"), "{msg}");
 
     let unknown = fa2_text.replace("warps = 4\n", "warps = 4\nwrap = 2\n");
     let msg = GenomeFile::from_toml_str(&unknown, Path::new("g.toml"))

@@ -128,18 +128,18 @@ fn the_gene_is_hopper_s_and_reads_and_writes_as_toml() {
         "{}",
         file.genes.summary()
     );
-    // Staged is what every genome written before the gene implies: not in the TOML, not
-    // in the id, not in the summary.
+    // Staged is what every genome written before the gene implies: not in the id, not
+    // in the summary; a file states it like every gene.
     let staged = Genome {
         o_store: OStore::Staged,
         ..g
     };
-    assert!(!GenomeFile {
+    assert!(GenomeFile {
         genes: staged,
         ..file.clone()
     }
     .to_toml_string()
-    .contains("o_store"));
+    .contains("o_store = \"staged\""));
     assert!(!staged.summary().contains("o:"));
     assert_ne!(g.id(), staged.id());
     // The copy engine's store: in the TOML, the summary and the id.

@@ -159,15 +159,15 @@ fn the_gene_is_hopper_s_and_reads_and_writes_as_toml() {
         "{}",
         g.summary()
     );
-    // Rows is what every genome written before the gene implies: not in the TOML, the
-    // summary or the id (fa3's recorded id stays its id).
+    // Rows is what every genome written before the gene implies: not in the summary or
+    // the id (fa3's recorded id stays its id); a file states it like every gene.
     let rows = fa3();
-    assert!(!GenomeFile {
+    assert!(GenomeFile {
         genes: rows,
         ..file.clone()
     }
     .to_toml_string()
-    .contains("wg_split"));
+    .contains("wg_split = \"rows\""));
     assert!(!rows.summary().contains("keys"));
     assert_ne!(g.id(), rows.id());
     // A misspelt allele is an error that names the field's alleles.

@@ -110,17 +110,17 @@ pub enum LineageError {
     UnknownParent { parent: GenomeId, child: GenomeId },
     #[error("genome {0} is not in the lineage")]
     UnknownNode(GenomeId),
-    #[error("{path}: cannot read: {source}")]
+    /// The cause is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("{path}: cannot read: {error}")]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: cannot write: {source}")]
+    /// The cause is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("{path}: cannot write: {error}")]
     Write {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}:{line}:{column}: not a lineage file: {message}")]
     Parse {
@@ -387,7 +387,7 @@ impl Lineage {
     /// Reads `lineage.json`, or `lineage.json.gz` beside it when only that one exists
     /// (experiment folders are committed with their large files gzipped).
     pub fn load(path: &Path) -> Result<Lineage, LineageError> {
-        let read_error = |path: PathBuf, source| LineageError::Read { path, source };
+        let read_error = |path: PathBuf, error| LineageError::Read { path, error };
         match evo_record::gz::read_plain_or_gz(path) {
             Ok(Some((read, text))) => Lineage::from_json(&text, &read),
             Ok(None) => Err(read_error(
@@ -401,9 +401,9 @@ impl Lineage {
     /// Writes the file atomically (a temporary file in the same folder, then a rename),
     /// so an interrupted search never leaves a half-written lineage behind.
     pub fn save(&self, path: &Path) -> Result<(), LineageError> {
-        write_atomic(path, self.to_json().as_bytes()).map_err(|source| LineageError::Write {
+        write_atomic(path, self.to_json().as_bytes()).map_err(|error| LineageError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 }

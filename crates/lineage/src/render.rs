@@ -261,11 +261,11 @@ pub enum SvgError {
     GraphvizMissing,
     #[error("graphviz `dot -Tsvg` failed: {0}")]
     Graphviz(String),
-    #[error("{path}: cannot write: {source}")]
+    /// The cause is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("{path}: cannot write: {error}")]
     Write {
         path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -297,8 +297,8 @@ pub fn write_svg(lineage: &Lineage, path: &Path) -> Result<(), SvgError> {
             String::from_utf8_lossy(&output.stderr).trim().to_string(),
         ));
     }
-    std::fs::write(path, output.stdout).map_err(|source| SvgError::Write {
+    std::fs::write(path, output.stdout).map_err(|error| SvgError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }

@@ -50,17 +50,17 @@ pub struct CacheRecord {
 
 #[derive(Debug, Error)]
 pub enum CacheError {
-    #[error("{path}: cannot open the evaluation cache: {source}")]
+    /// The cause is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("{path}: cannot open the evaluation cache: {error}")]
     Open {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: cannot append to the evaluation cache: {source}")]
+    /// The cause is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("{path}: cannot append to the evaluation cache: {error}")]
     Append {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}:{line}: not a cache record ({message}); only the last line may be cut short by a crash, so this file was edited or damaged")]
     Corrupt {
@@ -163,9 +163,9 @@ pub fn read_json_lines<T: for<'de> Deserialize<'de>>(
 impl EvaluationCache {
     /// Opens (or creates) the log at `path` for one scope.
     pub fn open(path: &Path, scope: CacheScope) -> Result<EvaluationCache, CacheError> {
-        let open_err = |source| CacheError::Open {
+        let open_err = |error| CacheError::Open {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
@@ -259,9 +259,9 @@ impl EvaluationCache {
         self.file
             .write_all(line.as_bytes())
             .and_then(|()| self.file.flush())
-            .map_err(|source| CacheError::Append {
+            .map_err(|error| CacheError::Append {
                 path: self.path.clone(),
-                source,
+                error,
             })?;
         self.entries
             .insert(record.key.genome_id, (self.written, record.evaluation));

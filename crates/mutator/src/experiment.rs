@@ -35,6 +35,10 @@ use thiserror::Error;
 /// The file name inside an experiment folder.
 pub const EXPERIMENT_FILE: &str = "experiment.toml";
 
+/// The longest wall budget, in minutes: a year. Longer is a typo, and past about 5e15
+/// minutes the budget no longer fits a `Duration` at all.
+pub const MAX_MINUTES: f64 = 525_600.0;
+
 /// `target = "sm_90"` (also `"sm90"`, `"90"`).
 pub mod target_serde {
     use evo_genome::Target;
@@ -146,11 +150,11 @@ pub enum ConfigError {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("{path}: cannot write: {source}")]
+    /// As `Read`: the OS error once, in the message.
+    #[error("{path}: cannot write: {error}")]
     Write {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(transparent)]
     Parse(#[from] TomlError),
@@ -195,11 +199,15 @@ impl ExperimentConfig {
         }
         match (config.budget.evaluations, config.budget.minutes) {
             (Some(0), _) => return Err(invalid("budget.evaluations", "must be at least 1".into())),
-            (_, Some(m)) if !(m > 0.0 && m.is_finite()) => {
+            (_, Some(m)) if !(m > 0.0 && m <= MAX_MINUTES) => {
                 return Err(invalid(
                     "budget.minutes",
-                    format!("{m} must be a positive number of minutes"),
-                ))
+                    format!(
+                        "{} is out of range: give a number of minutes above 0 and at most {MAX_MINUTES} (a year)",
+                        // 1e308 as written, not as 309 digits.
+                        if m.abs() < 1e9 { m.to_string() } else { format!("{m:e}") }
+                    ),
+                ));
             }
             (Some(_), Some(_)) | (None, None) => {
                 return Err(invalid(
@@ -259,15 +267,16 @@ impl ExperimentConfig {
         ExperimentConfig::from_toml_str(&text, path)
     }
 
-    /// Writes the file.
+    /// Writes the file whole (through a rename): a search killed while saving leaves the
+    /// old record or the new one, never a part that no resume can read.
     pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
         let text = format!(
             "# written by `evo evolve`; edit and re-run to continue this experiment\n{}",
             toml::to_string(self).expect("a config always serializes")
         );
-        std::fs::write(path, text).map_err(|source| ConfigError::Write {
+        evo_record::files::write_atomic(path, text.as_bytes()).map_err(|error| ConfigError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 
@@ -280,6 +289,7 @@ impl ExperimentConfig {
     pub fn budget(&self) -> Budget {
         match (self.budget.evaluations, self.budget.minutes) {
             (Some(n), _) => Budget::Evaluations(n),
+            // Bounded at load (MAX_MINUTES), so the conversion cannot overflow.
             (None, Some(m)) => Budget::Wall(Duration::from_secs_f64(m * 60.0)),
             (None, None) => unreachable!("checked when loaded"),
         }

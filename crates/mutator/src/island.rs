@@ -16,9 +16,14 @@
 //! empty ones too). A resumed island replays its intakes from the log instead of the
 //! folder and so retraces its own run exactly; only exchanges past the log read the
 //! folder again.
+//!
+//! A search holds the lock of its island's folder in the exchange while it runs
+//! ([`claim`]): two searches started as the same island would overwrite each other's
+//! elites.
 
 use crate::cache::{read_json_lines, CacheError};
 use evo_genome::GenomeId;
+use evo_record::files::{this_process, FolderLock, LockError};
 use evo_record::Evaluation;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -121,30 +126,30 @@ struct Intake {
     migrants: Vec<Migrant>,
 }
 
+/// The OS error is in each message, not a `source`: `{:#}` would print it twice.
 #[derive(Debug, Error)]
 pub enum IslandError {
-    #[error("{path}: cannot write this island's elites: {source}")]
+    #[error("{path}: cannot write this island's elites: {error}")]
     Publish {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: cannot read another island's elites: {source}")]
+    #[error("{path}: cannot read another island's elites: {error}")]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: not a file of published elites ({message}); files appear only by rename, so this one was written by something else")]
     Parse { path: PathBuf, message: String },
-    #[error("{path}: cannot append to the intake log: {source}")]
+    #[error("{path}: cannot append to the intake log: {error}")]
     Log {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(transparent)]
     LogRecord(#[from] CacheError),
+    #[error("island {island} is already running: {lock}")]
+    Claimed { island: u32, lock: LockError },
 }
 
 /// An island's link to the exchange folder and its own intake log.
@@ -159,13 +164,28 @@ pub struct Exchange {
     pub warnings: Vec<String>,
 }
 
+/// Claims island `config.island` of the exchange for this process: its folder there,
+/// locked while the returned value lives. A search takes it before it writes anything,
+/// so a second start as the same island is refused and leaves nothing behind.
+pub fn claim(config: &IslandConfig) -> Result<FolderLock, IslandError> {
+    let dir = config.island_dir(config.island);
+    std::fs::create_dir_all(&dir).map_err(|error| IslandError::Publish {
+        path: dir.clone(),
+        error,
+    })?;
+    FolderLock::acquire(&dir, &this_process()).map_err(|lock| IslandError::Claimed {
+        island: config.island,
+        lock,
+    })
+}
+
 impl Exchange {
     /// Opens the intake log at `log_path` (created when missing) and the island's
     /// folder in the exchange.
     pub fn open(config: IslandConfig, log_path: &Path) -> Result<Exchange, IslandError> {
         let log_err = |source| IslandError::Log {
             path: log_path.to_path_buf(),
-            source,
+            error: source,
         };
         let text = match std::fs::read_to_string(log_path) {
             Ok(t) => t,
@@ -192,8 +212,10 @@ impl Exchange {
             (&log_file).write_all(b"\n").map_err(log_err)?;
         }
         let dir = config.island_dir(config.island);
-        std::fs::create_dir_all(&dir)
-            .map_err(|source| IslandError::Publish { path: dir, source })?;
+        std::fs::create_dir_all(&dir).map_err(|source| IslandError::Publish {
+            path: dir,
+            error: source,
+        })?;
         Ok(Exchange {
             config,
             log_path: log_path.to_path_buf(),
@@ -224,7 +246,7 @@ impl Exchange {
         let path = dir.join(format!("gen-{generation:06}.json"));
         let text = serde_json::to_string_pretty(&file).expect("elites always serialize");
         evo_lineage::write_atomic(&path, text.as_bytes())
-            .map_err(|source| IslandError::Publish { path, source })
+            .map_err(|error| IslandError::Publish { path, error })
     }
 
     /// The immigrants of the exchange after `generation`: from the log when this
@@ -267,7 +289,7 @@ impl Exchange {
             .and_then(|()| self.log_file.flush())
             .map_err(|source| IslandError::Log {
                 path: self.log_path.clone(),
-                source,
+                error: source,
             })?;
         self.logged.insert(generation, intake.migrants.clone());
         Ok(intake.migrants)
@@ -280,13 +302,18 @@ impl Exchange {
             Ok(e) => e,
             // Not started yet: nothing to take.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(IslandError::Read { path: dir, source }),
+            Err(source) => {
+                return Err(IslandError::Read {
+                    path: dir,
+                    error: source,
+                })
+            }
         };
         let mut newest: Option<(u32, PathBuf)> = None;
         for entry in entries {
             let entry = entry.map_err(|source| IslandError::Read {
                 path: dir.clone(),
-                source,
+                error: source,
             })?;
             let name = entry.file_name().to_string_lossy().into_owned();
             // Temporary files start with a dot and never match.
@@ -306,7 +333,7 @@ impl Exchange {
         };
         let text = std::fs::read_to_string(&path).map_err(|source| IslandError::Read {
             path: path.clone(),
-            source,
+            error: source,
         })?;
         let published: Published = serde_json::from_str(&text).map_err(|e| IslandError::Parse {
             path: path.clone(),

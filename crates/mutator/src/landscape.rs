@@ -65,20 +65,17 @@ impl LandscapeMeta {
 
 #[derive(Debug, Error)]
 pub enum LandscapeError {
-    #[error("{path}: cannot read the recorded landscape: {source}; record one on a GPU with `evo landscape`")]
+    /// The cause is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("{path}: cannot read the recorded landscape: {error}; record one on a GPU with `evo landscape`")]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(transparent)]
     Parse(#[from] TomlError),
-    #[error("{path}: {source}")]
-    Space {
-        path: PathBuf,
-        #[source]
-        source: SpaceError,
-    },
+    /// The cause is in the message, not a `source`: `{:#}` would print it twice.
+    #[error("{path}: {error}")]
+    Space { path: PathBuf, error: SpaceError },
     #[error(transparent)]
     Records(#[from] CacheError),
     #[error("{path}:{line}: measured on `{found}`, but landscape.toml says `{expected}`; a landscape holds one device's timings")]
@@ -113,15 +110,15 @@ impl Landscape {
     /// Reads `landscape.toml` and `evaluations.jsonl` from a folder.
     pub fn load(dir: &Path) -> Result<Landscape, LandscapeError> {
         let meta_path = dir.join(META_FILE);
-        let text = std::fs::read_to_string(&meta_path).map_err(|source| LandscapeError::Read {
+        let text = std::fs::read_to_string(&meta_path).map_err(|error| LandscapeError::Read {
             path: meta_path.clone(),
-            source,
+            error,
         })?;
         let meta: LandscapeMeta = from_toml(&text, &meta_path)?;
         let space = SearchSpace::sub(&meta.subspace, meta.problem.head_dim, meta.target).map_err(
-            |source| LandscapeError::Space {
+            |error| LandscapeError::Space {
                 path: meta_path.clone(),
-                source,
+                error,
             },
         )?;
         let (eval_path, text) = match read_evaluations(dir) {
@@ -129,16 +126,16 @@ impl Landscape {
             Ok(None) => {
                 return Err(LandscapeError::Read {
                     path: dir.join(EVALUATIONS_FILE),
-                    source: std::io::Error::new(
+                    error: std::io::Error::new(
                         std::io::ErrorKind::NotFound,
                         format!("neither it nor {EVALUATIONS_GZ_FILE} exists"),
                     ),
                 })
             }
-            Err(source) => {
+            Err(error) => {
                 return Err(LandscapeError::Read {
                     path: dir.join(EVALUATIONS_FILE),
-                    source,
+                    error,
                 })
             }
         };

@@ -24,7 +24,9 @@ pub mod strategy;
 pub use cache::{CacheError, CacheKey, CacheRecord, CacheScope, EvaluationCache, LoadReport};
 pub use compare::{compare_strategies, Comparison, ComparisonRow, Contender};
 pub use evaluator::{Evaluator, EvaluatorError};
-pub use experiment::{Backend, BudgetConfig, ConfigError, ExperimentConfig, EXPERIMENT_FILE};
+pub use experiment::{
+    Backend, BudgetConfig, ConfigError, ExperimentConfig, EXPERIMENT_FILE, MAX_MINUTES,
+};
 pub use island::{Exchange, IslandConfig, IslandError, Migrant, MIGRANTS_FILE};
 pub use landscape::{Landscape, LandscapeError, LandscapeEvaluator, LandscapeMeta};
 pub use operators::{crossover, dedup, mutate, repair, Candidate};

@@ -169,6 +169,9 @@ fn operator_properties(space: &SearchSpace, cases: usize, seed: u64) {
     }
 }
 
+/// 250 random cases per device and head dim, every check on each: repair in the full
+/// space walks the rules over combinations of changes (some 15 ms a case), and 4 x 1000
+/// cases were a minute of the suite's CPU. The sub-space test below runs 2000.
 #[test]
 fn operators_keep_genomes_valid_in_the_full_space() {
     for (i, (d, t)) in [
@@ -180,7 +183,7 @@ fn operators_keep_genomes_valid_in_the_full_space() {
     .into_iter()
     .enumerate()
     {
-        operator_properties(&SearchSpace::full(d, t), 1000, i as u64);
+        operator_properties(&SearchSpace::full(d, t), 250, i as u64);
     }
 }
 

@@ -144,6 +144,14 @@ pub fn arch_runs_on(arch: &str, cc: (i32, i32), cubin: bool) -> bool {
     }
 }
 
+/// Whether `rel` names a file inside the export: relative, without `..` or `.`.
+fn inside(rel: &str) -> bool {
+    !rel.is_empty()
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
 /// An export folder, read and checked.
 #[derive(Debug, Clone)]
 pub struct Export {
@@ -174,6 +182,27 @@ impl Export {
                     manifest.format
                 ),
             ));
+        }
+        // Every path the manifest names stays inside the export: a manifest that points
+        // elsewhere would have the runtime load a kernel or library evo did not write.
+        let named = std::iter::once(("dispatch", manifest.dispatch.as_str()))
+            .chain(manifest.library.iter().map(|l| ("library", l.as_str())))
+            .chain(manifest.champions.iter().flat_map(|c| {
+                c.kernels.iter().flat_map(|k| {
+                    std::iter::once(("ptx", k.ptx.as_str()))
+                        .chain(k.cubin.iter().map(|c| ("cubin", c.as_str())))
+                })
+            }));
+        for (field, rel) in named {
+            if !inside(rel) {
+                return Err(RuntimeError::export(
+                    &path,
+                    format!(
+                        "field `{field}` is `{rel}`, which is not a path inside the export; \
+                         export again"
+                    ),
+                ));
+            }
         }
         let table_path = dir.join(&manifest.dispatch);
         let table = DispatchTable::load(&table_path)
@@ -308,5 +337,27 @@ mod tests {
         std::fs::write(dir.path().join(MANIFEST_FILE), "{\"format\": 7}").unwrap();
         let e = Export::open(dir.path()).unwrap_err().to_string();
         assert!(e.contains("not a manifest"), "{e}");
+    }
+
+    #[test]
+    fn a_manifest_naming_a_file_outside_the_export_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for (dispatch, library) in [
+            ("../dispatch.toml", "null"),
+            ("/etc/dispatch.toml", "null"),
+            ("dispatch.toml", "\"../../lib/libevil.so\""),
+        ] {
+            let manifest = format!(
+                "{{\"format\": {MANIFEST_FORMAT}, \"evo_version\": \"0\", \"nvrtc_version\": \"13.0\", \
+                 \"device\": \"H100\", \"arch\": \"sm_90a\", \"dispatch\": \"{dispatch}\", \
+                 \"library\": {library}, \"champions\": []}}"
+            );
+            std::fs::write(dir.path().join(MANIFEST_FILE), manifest).unwrap();
+            let e = Export::open(dir.path()).unwrap_err().to_string();
+            assert!(
+                e.contains("manifest.json") && e.contains("not a path inside the export"),
+                "{dispatch} {library}: {e}"
+            );
+        }
     }
 }

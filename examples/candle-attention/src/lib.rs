@@ -219,9 +219,10 @@ pub fn problem_of(qkv: [(DType, &Layout); 3], causal: bool) -> Result<Problem> {
         }
     };
     let head_dim = HeadDim::try_from(dim("D", d)?).map_err(|e| {
+        let built: Vec<String> = HeadDim::ALL.iter().map(|h| h.get().to_string()).collect();
         Error::msg(format!(
-            "evo attention: head dim D={d} has no champion: evo builds kernels for D=64 \
-             and D=128 ({e})"
+            "evo attention: head dim D={d} has no champion: evo builds kernels for D={} ({e})",
+            built.join(", ")
         ))
     })?;
     Ok(Problem {
@@ -273,9 +274,19 @@ mod tests {
         );
         let e = e.unwrap_err();
         assert!(e.to_string().contains("k is BF16"), "{e}");
-        let d96 = layout(&[1, 8, 512, 96]);
-        let e = problem(DType::F16, &d96, &d96, &d96).unwrap_err();
-        assert!(e.to_string().contains("D=96 has no champion"), "{e}");
+        // Every head dim evo builds is the runtime's to take or refuse (the export may
+        // have no class for it); one evo never builds is refused here.
+        for d in HeadDim::ALL {
+            let l = layout(&[1, 8, 512, d.get() as usize]);
+            assert!(problem(DType::F16, &l, &l, &l).is_ok(), "D{}", d.get());
+        }
+        let d80 = layout(&[1, 8, 512, 80]);
+        let e = problem(DType::F16, &d80, &d80, &d80).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("D=80 has no champion: evo builds kernels for D=64, 96, 128, 256"),
+            "{e}"
+        );
         let blhd = layout(&[1, 512, 8, 64]).transpose(1, 2).unwrap();
         let e = problem(DType::F16, &blhd, &l, &l).unwrap_err();
         assert!(e.to_string().contains("q is not contiguous"), "{e}");
@@ -293,15 +304,28 @@ mod tests {
 
     #[test]
     fn cpu_tensors_are_refused_with_the_fix() {
-        // An export with no champions: the CPU path is refused before one is chosen.
+        // An export of one class with an empty kernel: the CPU path is refused before a
+        // champion is chosen or loaded (a table without a class is itself refused).
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("manifest.json"),
             r#"{"format": 1, "evo_version": "0", "nvrtc_version": "13.0", "device": "none",
-                "arch": "sm_90", "dispatch": "dispatch.toml", "champions": []}"#,
+                "arch": "sm_90", "dispatch": "dispatch.toml", "champions": [
+                {"class": "c", "shape": "1,8,512,512,64,f16", "batch": 1, "heads": 8,
+                 "q_len": 512, "kv_len": 512, "head_dim": 64, "causal": false,
+                 "genome": "c", "genome_id": "0", "family": "hopper", "median_us": null,
+                 "cudnn_us": null, "measured_dtype": null, "bench": null,
+                 "experiment": "x", "kernels": [{"dtype": "f16", "arch": "sm_90",
+                 "ptx": "c.f16.ptx"}]}]}"#,
         )
         .unwrap();
-        std::fs::write(dir.path().join("dispatch.toml"), "device = \"none\"\n").unwrap();
+        std::fs::write(dir.path().join("c.f16.ptx"), "").unwrap();
+        std::fs::write(
+            dir.path().join("dispatch.toml"),
+            "device = \"none\"\n[[class]]\nname = \"c\"\nshape = \"1,8,512,512,64,f16\"\n\
+             champion = \"c.toml\"\nexperiment = \"x\"\n",
+        )
+        .unwrap();
         let op = EvoAttention::open(dir.path(), false).unwrap();
         let t = Tensor::zeros((1, 8, 16, 64), DType::F16, &Device::Cpu).unwrap();
         let e = op.forward(&t, &t, &t).unwrap_err();

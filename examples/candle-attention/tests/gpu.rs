@@ -5,7 +5,7 @@
 
 use candle_core::{DType, Device, Tensor};
 use evo_candle_attention::{reference, EvoAttention};
-use evo_genome::Dtype;
+use evo_genome::{Dtype, HeadDim};
 use evo_runtime::Champions;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,7 +73,56 @@ fn what_cuda_fwd_refuses_is_a_candle_error() {
     let kv = randn(&device, (1, 8, 256, 64), DType::F16);
     let e = op.forward(&q, &kv, &kv).unwrap_err().to_string();
     assert!(e.contains("not contiguous"), "{e}");
-    let d96 = randn(&device, (1, 8, 256, 96), DType::F16);
-    let e = op.forward(&d96, &d96, &d96).unwrap_err().to_string();
-    assert!(e.contains("D=96 has no champion"), "{e}");
+    let d80 = randn(&device, (1, 8, 256, 80), DType::F16);
+    let e = op.forward(&d80, &d80, &d80).unwrap_err().to_string();
+    assert!(e.contains("D=80 has no champion"), "{e}");
+}
+
+/// Every head dim the export's table has a class for runs (D96 and D256 included, on
+/// the recorded H100 champions) within GREEN's tolerance, causal and not; a head dim evo
+/// builds but the table has no class for is the runtime's refusal, naming it.
+#[test]
+fn every_head_dim_of_the_export_runs_and_no_other() {
+    let champions = champions();
+    let manifest = champions.export().manifest();
+    let tolerance = manifest
+        .tolerances
+        .iter()
+        .find(|t| t.dtype == Dtype::F16)
+        .cloned()
+        .expect("the manifest records GREEN's f16 tolerance");
+    let dims: std::collections::BTreeSet<u32> =
+        manifest.champions.iter().map(|c| c.head_dim).collect();
+    assert!(!dims.is_empty(), "the export has no champions");
+    let device = Device::new_cuda(0).unwrap();
+    for &d in &dims {
+        let q = randn(&device, (1, 4, 256, d as usize), DType::F16);
+        let k = randn(&device, (1, 4, 384, d as usize), DType::F16);
+        let v = randn(&device, (1, 4, 384, d as usize), DType::F16);
+        for causal in [false, true] {
+            let op = EvoAttention::new(champions.clone(), causal);
+            let o = op
+                .forward(&q, &k, &v)
+                .unwrap_or_else(|e| panic!("D{d} causal {causal}: {e}"));
+            let expected = reference::attention(&q, &k, &v, causal).unwrap();
+            let (max_abs, rel_frob) = reference::errors(&o, &expected).unwrap();
+            eprintln!("D{d} causal {causal}: max abs {max_abs:e}, relative Frobenius {rel_frob:e}");
+            assert!(
+                max_abs <= tolerance.max_abs && rel_frob <= tolerance.rel_frob,
+                "D{d} causal {causal}: max abs {max_abs:e}, relative Frobenius {rel_frob:e}"
+            );
+        }
+    }
+    let op = EvoAttention::new(champions.clone(), false);
+    for d in HeadDim::ALL.map(|h| h.get()) {
+        if dims.contains(&d) {
+            continue;
+        }
+        let t = randn(&device, (1, 4, 128, d as usize), DType::F16);
+        let e = op.forward(&t, &t, &t).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("no class has head dim {d}")),
+            "D{d}: {e}"
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //! `experiment.toml` (checked against the options given) for one that exists.
 
 use super::EvolveArgs;
-use anyhow::{bail, Context};
+use anyhow::Context;
+use evo_gates::outcome::files::LOCK_FILE;
 use evo_gates::TimingSuite;
 use evo_genome::{Dtype, GenomeFile, Problem};
 use evo_mutator::{
@@ -47,102 +48,243 @@ pub(super) fn load_genomes(dir: &Path) -> anyhow::Result<BTreeMap<String, Genome
     Ok(out)
 }
 
+/// Why `evo evolve` will not take a folder as asked: its record disagrees with an option,
+/// or it holds files that are not an experiment. The default folder then moves on to the
+/// next free name; a folder named with --experiment is refused.
+#[derive(Debug)]
+pub(super) struct Refusal(pub String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// An experiment's config as resolved, not yet written.
+pub(super) struct Resolved {
+    pub config: ExperimentConfig,
+    /// experiment.toml must be (re)written once the search can start: a new experiment,
+    /// or a raised budget.
+    pub write: bool,
+    /// The folder already held an experiment.
+    pub resumed: bool,
+}
+
 /// The config from the command line, or the experiment's own file when it exists
-/// (then any option given must agree with it).
+/// (then every option that shapes the search must agree with it). Writes nothing: a
+/// start that fails (no GPU, a missing seed) must not fix its options in the folder.
 pub(super) fn resolve_config(
     args: &EvolveArgs,
     dir: &Path,
     genomes: &BTreeMap<String, GenomeFile>,
-) -> anyhow::Result<ExperimentConfig> {
+) -> anyhow::Result<Resolved> {
     let path = dir.join(EXPERIMENT_FILE);
     if path.exists() {
         let config = ExperimentConfig::load(&path)?;
-        let clash = |field: &str, given: String, recorded: String| -> anyhow::Result<()> {
-            if given != recorded {
-                bail!(
-                    "{}: records {field} = {recorded}, but {given} was given; drop the option to resume, or use a new --experiment folder",
-                    path.display()
-                );
-            }
-            Ok(())
-        };
-        if let Some(s) = &args.strategy {
-            clash("strategy", s.clone(), config.strategy.to_string())?;
-        }
-        if let Some(s) = args.seed {
-            clash("seed", s.to_string(), config.seed.to_string())?;
-        }
-        if let Some(b) = &args.backend {
-            clash("backend", b.clone(), config.backend.clone())?;
-        }
-        if let Some(asked) = args.island_config() {
-            let recorded = config.island.clone();
-            if recorded.as_ref() != Some(&asked) {
-                let show = |c: Option<&IslandConfig>| {
-                    c.map_or("no [island]".to_string(), |c| {
-                        format!(
-                            "island {} of {} (exchange {}, every {}, migrants {})",
-                            c.island,
-                            c.islands,
-                            c.exchange.display(),
-                            c.every,
-                            c.migrants
-                        )
-                    })
-                };
-                clash("[island]", show(Some(&asked)), show(recorded.as_ref()))?;
-            }
-        }
-        if let Some(p) = args.population {
-            clash(
-                "population",
-                p.to_string(),
-                config.evolutionary.population.to_string(),
-            )?;
-        }
-        if args.pipeline {
-            clash(
-                "[evolutionary] pipeline",
-                "true".into(),
-                config.evolutionary.pipeline.to_string(),
-            )?;
-        }
-        if args.steady {
-            clash(
-                "[evolutionary] steady",
-                "true".into(),
-                config.evolutionary.steady.to_string(),
-            )?;
-        }
-        if let Some(n) = args.in_flight {
-            clash(
-                "[evolutionary] in_flight",
-                n.to_string(),
-                config
-                    .evolutionary
-                    .in_flight
-                    .map_or("none".into(), |r| r.to_string()),
-            )?;
-        }
-        // A larger budget continues the experiment: the cache answers what was done.
-        let mut config = config;
-        if args.budget.is_some() || args.minutes.is_some() {
-            config.budget = BudgetConfig {
-                evaluations: args.budget,
-                minutes: args.minutes,
-            };
-            config.save(&path)?;
-        }
-        return Ok(config);
+        let (config, write) = check_resume(args, &path, config)?;
+        return Ok(Resolved {
+            config,
+            write,
+            resumed: true,
+        });
     }
+    refuse_foreign(dir)?;
     let name = dir
         .file_name()
         .map_or("experiment".into(), |n| n.to_string_lossy().into_owned());
-    let config = config_from_args(args, &name, genomes)?;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("{}: cannot create the experiment folder", dir.display()))?;
-    config.save(&path)?;
-    Ok(config)
+    Ok(Resolved {
+        config: config_from_args(args, &name, genomes)?,
+        write: true,
+        resumed: false,
+    })
+}
+
+/// A folder without experiment.toml is a new experiment only when it is empty: files
+/// there (evaluations, a lineage, anything) are someone's, and a new default search
+/// would mix its records with them and replace their lineage.
+fn refuse_foreign(dir: &Path) -> anyhow::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    if !dir.is_dir() {
+        return Err(Refusal(format!(
+            "{} is a file, not an experiment folder; choose another --experiment",
+            dir.display()
+        ))
+        .into());
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list", dir.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != LOCK_FILE)
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    names.sort();
+    let shown = names.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
+    let more = names.len().saturating_sub(4);
+    Err(Refusal(format!(
+        "{} holds {shown}{} but no {EXPERIMENT_FILE}: it is not an experiment evo can resume, and a new search there would mix its records with these; choose a new --experiment folder, or restore its {EXPERIMENT_FILE}",
+        dir.display(),
+        if more > 0 { format!(" and {more} more") } else { String::new() }
+    ))
+    .into())
+}
+
+/// Every option given must agree with the record; a budget may only grow. Returns the
+/// config to run and whether its file must be rewritten (a raised budget).
+fn check_resume(
+    args: &EvolveArgs,
+    path: &Path,
+    config: ExperimentConfig,
+) -> anyhow::Result<(ExperimentConfig, bool)> {
+    let clash = |field: &str, given: String, recorded: String| -> anyhow::Result<()> {
+        if given != recorded {
+            return Err(Refusal(format!(
+                "{}: records {field} = {recorded}, but {given} was given; drop the option to resume, or use a new --experiment folder",
+                path.display()
+            ))
+            .into());
+        }
+        Ok(())
+    };
+    if let Some(s) = &args.strategy {
+        clash("strategy", s.clone(), config.strategy.to_string())?;
+    }
+    if let Some(s) = args.seed {
+        clash("seed", s.to_string(), config.seed.to_string())?;
+    }
+    if let Some(b) = &args.backend {
+        clash("backend", b.clone(), config.backend.clone())?;
+    }
+    if let Some(spec) = &args.problem {
+        let given: Problem = spec.parse().map_err(|e| anyhow::anyhow!("--problem {e}"))?;
+        if config.problem != Some(given) {
+            clash(
+                "problem",
+                given.spec(),
+                config
+                    .problem
+                    .map_or("none (the backend's own shape)".into(), |p| p.spec()),
+            )?;
+        }
+    }
+    if let Some(name) = &args.suite {
+        let given = TimingSuite::parse(name)
+            .expect("clap checked the suite")
+            .problems(Dtype::F16);
+        if config.suite != given {
+            let show = |suite: &[Problem]| match suite {
+                [] => "none (one problem)".to_string(),
+                many => many
+                    .iter()
+                    .map(Problem::spec)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            };
+            clash(
+                "suite",
+                format!("{name} ({})", show(&given)),
+                show(&config.suite),
+            )?;
+        }
+    }
+    if let Some(asked) = args.island_config() {
+        let recorded = config.island.clone();
+        if recorded.as_ref() != Some(&asked) {
+            let show = |c: Option<&IslandConfig>| {
+                c.map_or("no [island]".to_string(), |c| {
+                    format!(
+                        "island {} of {} (exchange {}, every {}, migrants {})",
+                        c.island,
+                        c.islands,
+                        c.exchange.display(),
+                        c.every,
+                        c.migrants
+                    )
+                })
+            };
+            clash("[island]", show(Some(&asked)), show(recorded.as_ref()))?;
+        }
+    }
+    if let Some(p) = args.population {
+        clash(
+            "population",
+            p.to_string(),
+            config.evolutionary.population.to_string(),
+        )?;
+    }
+    if args.pipeline {
+        clash(
+            "[evolutionary] pipeline",
+            "true".into(),
+            config.evolutionary.pipeline.to_string(),
+        )?;
+    }
+    if args.steady {
+        clash(
+            "[evolutionary] steady",
+            "true".into(),
+            config.evolutionary.steady.to_string(),
+        )?;
+    }
+    if let Some(n) = args.in_flight {
+        clash(
+            "[evolutionary] in_flight",
+            n.to_string(),
+            config
+                .evolutionary
+                .in_flight
+                .map_or("none".into(), |r| r.to_string()),
+        )?;
+    }
+    let budget = grown_budget(args, path, &config.budget)?;
+    let write = budget.is_some();
+    let mut config = config;
+    if let Some(budget) = budget {
+        config.budget = budget;
+    }
+    Ok((config, write))
+}
+
+/// The budget a resume runs to: a total that only grows. A lower one would replay only
+/// the first evaluations and cut the recorded lineage short; a budget of the other kind
+/// (evaluations against minutes) cannot be compared, so it is refused too. `None`: keep
+/// the recorded one.
+fn grown_budget(
+    args: &EvolveArgs,
+    path: &Path,
+    recorded: &BudgetConfig,
+) -> anyhow::Result<Option<BudgetConfig>> {
+    let refuse = |text: String| -> anyhow::Result<Option<BudgetConfig>> {
+        Err(Refusal(format!("{}: {text}", path.display())).into())
+    };
+    match (args.budget, args.minutes, recorded.evaluations, recorded.minutes) {
+        (None, None, ..) => Ok(None),
+        (Some(n), _, Some(total), _) if n < total => refuse(format!(
+            "records budget.evaluations = {total}, a total; --budget {n} would cut the recorded lineage short: give --budget {total} or more to go on, or drop the option"
+        )),
+        (None, Some(m), None, Some(total)) if m < total => refuse(format!(
+            "records budget.minutes = {total}, a total; --minutes {m} would cut the search short: give --minutes {total} or more to go on, or drop the option"
+        )),
+        (Some(n), _, None, Some(total)) => refuse(format!(
+            "records budget.minutes = {total}; --budget {n} counts evaluations, which cannot be compared with it: give --minutes {total} or more to go on, or use a new --experiment folder"
+        )),
+        (None, Some(m), Some(total), _) => refuse(format!(
+            "records budget.evaluations = {total}; --minutes {m} counts wall time, which cannot be compared with it: give --budget {total} or more to go on, or use a new --experiment folder"
+        )),
+        (evaluations, minutes, ..) => {
+            let grown = BudgetConfig {
+                evaluations,
+                minutes,
+            };
+            Ok((grown != *recorded).then_some(grown))
+        }
+    }
 }
 
 /// A new experiment's config from the command line and the defaults, checked like a file.
@@ -203,6 +345,32 @@ pub(super) fn config_from_args(
     };
     // Round-trip through the checker so the command line gets the file's checks.
     let text = toml::to_string(&config)?;
-    ExperimentConfig::from_toml_str(&text, Path::new("the command line"))
-        .map_err(|e| anyhow::anyhow!("{e}").context("the command-line options are inconsistent"))
+    ExperimentConfig::from_toml_str(&text, Path::new(EXPERIMENT_FILE))
+        .map_err(|e| match e {
+            // Named by the option given, not by a line of a file nobody wrote.
+            evo_mutator::ConfigError::Invalid { field, message, .. } => {
+                anyhow::anyhow!("{}: {message}", option_of(&field))
+            }
+            other => anyhow::anyhow!("{other}"),
+        })
+        .context("the command-line options are inconsistent")
+}
+
+/// The `evo evolve` option that sets a field of `experiment.toml`.
+fn option_of(field: &str) -> String {
+    match field {
+        "budget.evaluations" => "--budget".into(),
+        "budget.minutes" => "--minutes".into(),
+        "budget" => "--budget or --minutes".into(),
+        "evolutionary.population" | "evolutionary.elites" => "--population".into(),
+        "evolutionary.steady" => "--steady".into(),
+        "evolutionary.in_flight" => "--in-flight".into(),
+        "evolutionary.pipeline" => "--pipeline".into(),
+        "problem" => "--problem".into(),
+        "suite" => "--suite".into(),
+        "backend" => "--backend".into(),
+        "strategy" => "--strategy".into(),
+        f if f.starts_with("island") => "--island and its options".into(),
+        f => format!("the option that sets `{f}`"),
+    }
 }

@@ -1,4 +1,5 @@
-//! `evo evolve`'s report: `report.md` of an experiment, and why a search stopped.
+//! `evo evolve`'s report: `report.md` of an experiment, why a search stopped, and the
+//! champion as the search prints it.
 
 use evo_lineage::{render_insights, render_markdown, Lineage};
 use evo_mutator::{ExperimentConfig, SearchOutcome, StopReason};
@@ -96,4 +97,36 @@ pub(super) fn report(
         dir.display()
     );
     out
+}
+
+/// The champion, the gates it passed and the path that led to it, as the search ends.
+pub(super) fn print_champion(lineage: &Lineage) {
+    match lineage.champion() {
+        Some(c) => {
+            // A named node's label is its name; an unnamed one's is already its id.
+            let id = match &c.name {
+                Some(name) => format!("{name} {}", c.id),
+                None => c.id.to_string(),
+            };
+            println!(
+                "champion: {id} at {:.2} µs\n  {}",
+                c.score_us().unwrap_or_default(),
+                c.genome.summary()
+            );
+            if let Some(gates) = c
+                .evaluation
+                .as_ref()
+                .map(|e| &e.gates)
+                .filter(|g| !g.is_empty())
+            {
+                println!("  gates passed: {}", gates.join("; "));
+            }
+        }
+        None => println!("no candidate passed GREEN"),
+    }
+    println!();
+    println!(
+        "{}",
+        evo_lineage::path_table(lineage, &lineage.champion_path())
+    );
 }

@@ -186,9 +186,11 @@ pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError>
             problem
                 .validate()
                 .map_err(|m| err(format!("{at}[[case]] number {}: {m}", n + 1)))?;
-            if !(c.q_gain.is_finite() && c.q_gain > 0.0) {
+            if !(c.q_gain > 0.0 && c.q_gain <= MAX_Q_GAIN) {
                 return Err(err(format!(
-                    "{at}[[case]] number {}: field `q_gain` is {}; it must be a positive number",
+                    "{at}[[case]] number {}: field `q_gain` is {}, out of range: it must be \
+                     above 0 and at most {MAX_Q_GAIN} (Q is stored in f16 or bf16 after the \
+                     gain)",
                     n + 1,
                     c.q_gain
                 )));
@@ -201,6 +203,10 @@ pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError>
         })
         .collect()
 }
+
+/// The largest `q_gain` a suite file may ask for: standard normal Q times this stays
+/// well inside f16's range (65504), and 25 times [`LARGE_LOGIT_GAIN`] tests nothing more.
+pub const MAX_Q_GAIN: f32 = 1000.0;
 
 /// With standard normal Q and K, s = q·k/√D is N(0, 1); multiplying Q by 40 gives
 /// scores with σ = 40, so rows of ≥ 77 keys reach |s| > 100 (exp(100) overflows f32).
@@ -469,6 +475,30 @@ mod tests {
         .unwrap();
         let e = load_suite(&zero).unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("q_len"), "{e}");
+
+        // Bounded: a length past what the kernels index as an int, a gain that
+        // overflows the input's f16.
+        let case = "[[case]]\nbatch = 1\nheads = 2\nq_len = 8\nkv_len = 8\nhead_dim = 64\n\
+                    dtype = \"f16\"\ncausal = false\n";
+        for (edit, says) in [
+            (
+                case.replace("q_len = 8", "q_len = 2147483648"),
+                "`q_len` is 2147483648, out of range: it must be 1 to 2147483647",
+            ),
+            (
+                format!("{case}q_gain = 1e30\n"),
+                "out of range: it must be above 0 and at most 1000",
+            ),
+            (
+                format!("{case}q_gain = nan\n"),
+                "`q_gain` is NaN, out of range",
+            ),
+        ] {
+            let path = dir.join("bounds.toml");
+            std::fs::write(&path, &edit).unwrap();
+            let e = load_suite(&path).unwrap_err().to_string();
+            assert!(e.contains("bounds.toml") && e.contains(says), "{e}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

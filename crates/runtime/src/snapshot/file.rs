@@ -139,10 +139,23 @@ impl Snapshot {
         Snapshot::parse(&text).map_err(|message| SnapshotError::file(path, message))
     }
 
-    /// Writes the snapshot as JSON, one chunk a line.
+    /// Writes the snapshot as JSON, one chunk a line, through a temporary sibling and a
+    /// rename: an interrupted write leaves the old file or none, never half a snapshot.
     pub fn write(&self, path: &Path) -> Result<(), SnapshotError> {
-        std::fs::write(path, self.to_json())
-            .map_err(|e| SnapshotError::file(path, format!("cannot write it: {e}")))
+        let name = path
+            .file_name()
+            .ok_or_else(|| SnapshotError::file(path, "cannot write it: not a file name"))?;
+        let tmp = path.with_file_name(format!(
+            ".{}.{}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let written =
+            std::fs::write(&tmp, self.to_json()).and_then(|()| std::fs::rename(&tmp, path));
+        written.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            SnapshotError::file(path, format!("cannot write it: {e}"))
+        })
     }
 
     /// The JSON text [`Snapshot::write`] writes.
