@@ -14,7 +14,7 @@ It imports the export's package (OUT/python/evo_attention) and torch; the mask r
 the float64 reference are sdpa_baseline.py's (checked on the CPU by
 test_sdpa_baseline.py). Timing is FAST's method for the class (its bench row's, or for a
 manifest figure FAST's rule, events from 200 µs): "graph", one captured call per input
-set (enough sets to overflow L2 twice), the sets drawn again and L2 written over before
+set (enough sets to overflow L2 twice), the sets drawn again and L2 read over before
 each of 20 replays; "events", 20 single calls between two events, each after the inputs
 are drawn again and behind a ~1 ms GPU spin. Printed beside it each round: the
 back-to-back graph figure ("b2b", what a loop of calls sees) and SDPA's cuDNN backend on
@@ -422,9 +422,11 @@ def time_events(torch, fn, refresh, repeats=20):
 
 def time_sets(torch, fn, sets, refresh, repeats=20):
     """FAST's graph method: one captured call per input set, the sets drawn again and
-    L2 written over before each replay; median µs per call."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size or sb.L2_BYTES
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    L2 read over before each replay (sdpa_baseline.L2Flush: a write pass would leave L2
+    full of dirty lines whose write-back lands in the timed replay; run X2 of
+    experiments/2026-11-26-h100-readme-commands measured the decode rows 5-22% slower
+    so); median µs per call."""
+    flush = sb.L2Flush()
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -438,12 +440,12 @@ def time_sets(torch, fn, sets, refresh, repeats=20):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     spent = 0.0
     while spent < 25.0:
-        refresh(); flush.zero_()
+        refresh(); flush()
         start.record(); g.replay(); end.record(); torch.cuda.synchronize()
         spent += start.elapsed_time(end)
     per_call = []
     for _ in range(repeats):
-        refresh(); flush.zero_()
+        refresh(); flush()
         start.record(); g.replay(); end.record(); torch.cuda.synchronize()
         per_call.append(start.elapsed_time(end) * 1e3 / sets)
     del g, flush
