@@ -280,25 +280,34 @@ fn the_readme_replay_tables_parse() {
 }
 
 /// Runs every `evo strategies` command the README's replay tables name (50 seeds each, about
-/// three minutes of CPU in all) and asserts each README figure is what the binary prints now.
+/// 40 s of CPU a command; the commands run at once, each in a thread) and asserts each README
+/// figure is what the binary prints now: the README's replay tables and the search cannot
+/// drift apart unnoticed.
 #[test]
-#[ignore = "four 50-seed replays, minutes of CPU: run with `-- --ignored`"]
 fn the_readme_replay_tables_are_what_the_binary_prints() {
     let rows = readme_replay_rows(&readme());
     assert!(rows.len() >= 6, "README replay rows: {rows:?}");
-    let mut printed: BTreeMap<&str, BTreeMap<String, BTreeMap<u32, u32>>> = BTreeMap::new();
+    let mut commands: Vec<&str> = rows.iter().map(|r| r.command.as_str()).collect();
+    commands.sort_unstable();
+    commands.dedup();
+    let printed: BTreeMap<&str, BTreeMap<String, BTreeMap<u32, u32>>> =
+        std::thread::scope(|scope| {
+            let runs: Vec<_> = commands
+                .iter()
+                .map(|&command| {
+                    scope.spawn(move || {
+                        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+                        let out = evo(&args, &[]);
+                        assert!(out.status.success(), "`{command}` failed: {}", stderr(&out));
+                        (command, printed_at_optimum(&stdout(&out)))
+                    })
+                })
+                .collect();
+            runs.into_iter()
+                .map(|run| run.join().expect("a replay thread panicked"))
+                .collect()
+        });
     for row in &rows {
-        if !printed.contains_key(row.command.as_str()) {
-            let args: Vec<&str> = row.command.split_whitespace().skip(1).collect();
-            let out = evo(&args, &[]);
-            assert!(
-                out.status.success(),
-                "`{}` failed: {}",
-                row.command,
-                stderr(&out)
-            );
-            printed.insert(&row.command, printed_at_optimum(&stdout(&out)));
-        }
         let table = &printed[row.command.as_str()];
         let got = table.get(&row.label).unwrap_or_else(|| {
             panic!("`{}` prints no row `{}`: {table:?}", row.command, row.label)
