@@ -169,17 +169,15 @@ fn export_writes_a_package_the_runtime_and_python_read() {
         "{header}"
     );
 
-    // The runtime reads it back and dispatches as the table does.
+    // The runtime reads it back. Its picks are held to hand-worked expectations in
+    // crates/runtime/tests/dispatch.rs; here they are what the Python module must agree
+    // with, an implementation of its own.
     let export = Export::open(&out).unwrap_or_else(|e| panic!("{e}"));
     let shapes = shapes();
     let expected: Vec<String> = shapes
         .iter()
         .map(|p| export.choose(p).unwrap().0.class.clone())
         .collect();
-    for (p, class) in shapes.iter().zip(&expected) {
-        let rule = table.choose(p, Path::new(DISPATCH_FILE)).unwrap();
-        assert_eq!(&rule.class.name, class, "{p}");
-    }
 
     // Python, without torch: the same champion for every shape, none for a head dim no
     // class has (D80).
