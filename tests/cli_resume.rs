@@ -3,28 +3,11 @@
 //! locked, and the writers (`merge`, `landscape`, `lineage`, `strategies`) check their
 //! destination before they work. On the SYNTHETIC landscape fixture (made-up numbers).
 
-use crate::util::{evo, repo_root, stderr, stdout};
+use crate::util::{
+    evo, evolve_synthetic as evolve, repo_root, stderr, stdout, synthetic_landscape,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn fixture() -> PathBuf {
-    repo_root().join("crates/mutator/tests/fixtures/synthetic-landscape")
-}
-
-fn evolve(exp: &Path, extra: &[&str]) -> Output {
-    let backend = format!("replay:{}", fixture().display());
-    let exp = exp.display().to_string();
-    let mut args = vec![
-        "evolve",
-        "--backend",
-        &backend,
-        "--experiment",
-        &exp,
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    evo(&args, &[])
-}
 
 /// Exit 2 with `needle` in stderr, and no panic.
 fn refused(out: &Output, needle: &str) {
@@ -246,7 +229,7 @@ fn a_lineage_recorded_on_another_device_is_not_replaced() {
 #[test]
 fn the_default_folder_resumes_the_same_search_and_moves_on_for_another() {
     let tmp = tempfile::tempdir().unwrap();
-    let backend = format!("replay:{}", fixture().display());
+    let backend = format!("replay:{}", synthetic_landscape().display());
     let genomes = repo_root().join("genomes").display().to_string();
     let run = |extra: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_evo"))
@@ -385,7 +368,11 @@ fn landscape_refuses_an_out_that_holds_another_plan_or_no_landscape() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    std::fs::copy(fixture().join("landscape.toml"), out.join("landscape.toml")).unwrap();
+    std::fs::copy(
+        synthetic_landscape().join("landscape.toml"),
+        out.join("landscape.toml"),
+    )
+    .unwrap();
     let plan = tmp.path().join("plan.toml");
     // The recorded landscape's own plan, for another length.
     let text = read(&repo_root().join("experiments/2026-11-23-h100-landscape/plan.toml"));
@@ -457,7 +444,7 @@ fn lineage_and_strategies_refuse_to_replace_a_file_unless_forced() {
         let mut args = vec![
             "strategies".to_string(),
             "--landscape".into(),
-            fixture().display().to_string(),
+            synthetic_landscape().display().to_string(),
             "--seeds".into(),
             "2".into(),
             "--checkpoints".into(),
@@ -482,7 +469,7 @@ fn lineage_and_strategies_refuse_to_replace_a_file_unless_forced() {
             &[
                 "strategies",
                 "--landscape",
-                &fixture().display().to_string(),
+                &synthetic_landscape().display().to_string(),
                 "--seeds",
                 "0",
             ],
@@ -539,7 +526,7 @@ fn a_resume_that_would_reuse_no_record_is_refused() {
     let landscape = tmp.path().join("landscape");
     std::fs::create_dir(&landscape).unwrap();
     for file in ["landscape.toml", "evaluations.jsonl"] {
-        std::fs::copy(fixture().join(file), landscape.join(file)).unwrap();
+        std::fs::copy(synthetic_landscape().join(file), landscape.join(file)).unwrap();
     }
     let backend = format!("replay:{}", landscape.display());
     let exp = tmp.path().join("exp");

@@ -183,18 +183,7 @@ fn export_writes_a_package_the_runtime_and_python_read() {
     // class has (D80).
     let input: Vec<serde_json::Value> = shapes
         .iter()
-        .map(|p| {
-            serde_json::json!([
-                p.batch,
-                p.heads,
-                p.q_len,
-                p.kv_len,
-                p.head_dim.get(),
-                p.causal,
-                p.kv_heads.unwrap_or(p.heads),
-                p.window_left.is_some() || p.window_right.is_some(),
-            ])
-        })
+        .map(evo_runtime::export::python_choose_args)
         .collect();
     let o = python(
         &out,

@@ -1,15 +1,12 @@
 //! The search commands end to end through the binary, on the SYNTHETIC landscape
 //! fixture (crates/mutator/tests/fixtures/synthetic-landscape; made-up numbers).
 
-use std::path::{Path, PathBuf};
+use crate::util::{evolve_synthetic as evolve, synthetic_landscape};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn fixture() -> PathBuf {
-    repo().join("crates/mutator/tests/fixtures/synthetic-landscape")
 }
 
 fn evo(args: &[&str]) -> Output {
@@ -26,21 +23,6 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn evolve(exp: &Path, extra: &[&str]) -> Output {
-    let backend = format!("replay:{}", fixture().display());
-    let exp = exp.display().to_string();
-    let mut args = vec![
-        "evolve",
-        "--backend",
-        &backend,
-        "--experiment",
-        &exp,
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    evo(&args)
 }
 
 #[test]
@@ -186,7 +168,7 @@ fn strategies_compares_on_a_landscape() {
     let out = evo(&[
         "strategies",
         "--landscape",
-        &fixture().display().to_string(),
+        &synthetic_landscape().display().to_string(),
         "--seeds",
         "4",
         "--checkpoints",

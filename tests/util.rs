@@ -1,6 +1,6 @@
 //! Runs the `evo` binary built by this test run, from the repository root.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// `evo ARGS`, run from the repository root, not yet started.
@@ -41,5 +41,26 @@ pub fn export_champions(out: &Path, extra: &[&str]) -> Output {
         "genomes/champions/h100",
     ];
     args.extend(extra);
+    evo(&args, &[])
+}
+
+/// The synthetic landscape fixture the search tests replay (made-up numbers).
+pub fn synthetic_landscape() -> PathBuf {
+    repo_root().join("crates/mutator/tests/fixtures/synthetic-landscape")
+}
+
+/// `evo evolve --backend replay:<the synthetic landscape> --experiment EXP --quiet EXTRA...`
+pub fn evolve_synthetic(exp: &Path, extra: &[&str]) -> Output {
+    let backend = format!("replay:{}", synthetic_landscape().display());
+    let exp = exp.display().to_string();
+    let mut args = vec![
+        "evolve",
+        "--backend",
+        &backend,
+        "--experiment",
+        &exp,
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
     evo(&args, &[])
 }

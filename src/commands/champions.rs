@@ -317,20 +317,7 @@ pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
                 .map(|s| format!(" (descends from {s})"))
                 .unwrap_or_default()
         );
-        let class = ShapeClass {
-            name: name.clone(),
-            shape: f.problem.spec(),
-            champion,
-            experiment: f.experiment.display().to_string(),
-            median_us: None,
-            cudnn_us: None,
-            speedup_vs_cudnn: None,
-            cold_us: None,
-            cudnn_cold_us: None,
-            bench: None,
-            genome_id: None,
-            baselines: Vec::new(),
-        };
+        let class = ShapeClass::unbenched(&f.problem, champion, f.experiment.display().to_string());
         match at {
             Some(i) => table.classes[i] = class,
             None => table.classes.push(class),

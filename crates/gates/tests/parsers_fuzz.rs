@@ -11,10 +11,7 @@ use evo_gates::suite::load_suite;
 use evo_gates::{GreenSuite, TimingSuite};
 use evo_genome::dispatch::DispatchTable;
 use evo_genome::{Dtype, GenomeFile, Problem};
-use evo_runtime::snapshot::{
-    ChampionKernel, Entry, ExportInfo, Image, Machine, OutputSummary, Snapshot, Tolerance,
-    GENERATOR, SNAPSHOT_FORMAT,
-};
+use evo_runtime::snapshot::Snapshot;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -313,40 +310,8 @@ fn no_parser_panics_and_every_error_names_its_input() {
 
 /// A snapshot as `evo snapshot --record` writes one (no committed file holds one).
 fn snapshot() -> Snapshot {
-    let p: Problem = "1,2,40,40,64,bf16,causal=br,kv=1".parse().unwrap();
-    let output: Vec<u16> = (0..p.q_elems())
-        .map(|n| (n % 300) as u16 + 0x3C00)
-        .collect();
-    Snapshot {
-        format: SNAPSHOT_FORMAT,
-        evo_version: "0.1.0".into(),
-        machine: Machine {
-            device: "NVIDIA H100 80GB HBM3".into(),
-            compute_capability: "9.0".into(),
-            cuda_driver: "13.0".into(),
-            nvidia_driver: Some("580.159.04".into()),
-        },
-        export: ExportInfo {
-            device: "NVIDIA H100 80GB HBM3".into(),
-            arch: "sm_90a".into(),
-            evo_version: "0.1.0".into(),
-            nvrtc_version: "13.5".into(),
-        },
-        generator: GENERATOR.into(),
-        seed: 1,
-        entries: vec![Entry {
-            problem: p.spec(),
-            champion: ChampionKernel {
-                class: "b1-h2kv1-l40-d64-causal-br".into(),
-                genome_id: "c0ae42df049485d5".into(),
-                image: Image::Ptx,
-            },
-            tolerance: Tolerance {
-                atol: 5e-2,
-                rtol: 1.2e-2,
-            },
-            inputs: "0".repeat(64),
-            output: OutputSummary::of(&p, &output),
-        }],
-    }
+    Snapshot::example(
+        "1,2,40,40,64,bf16,causal=br,kv=1",
+        "b1-h2kv1-l40-d64-causal-br",
+    )
 }

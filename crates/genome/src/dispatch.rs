@@ -160,6 +160,25 @@ fn work(p: &Problem) -> f64 {
 }
 
 impl ShapeClass {
+    /// A class of `p` whose champion is `champion` (a file in the table's folder), found by
+    /// the search in `experiment`, not benched yet: every figure empty.
+    pub fn unbenched(p: &Problem, champion: String, experiment: String) -> ShapeClass {
+        ShapeClass {
+            name: ShapeClass::name_of(p),
+            shape: p.spec(),
+            champion,
+            experiment,
+            median_us: None,
+            cudnn_us: None,
+            speedup_vs_cudnn: None,
+            cold_us: None,
+            cudnn_cold_us: None,
+            bench: None,
+            genome_id: None,
+            baselines: Vec::new(),
+        }
+    }
+
     /// The class's shape, parsed.
     pub fn problem(&self) -> Result<Problem, String> {
         self.shape.parse()
@@ -317,21 +336,12 @@ impl DispatchTable {
 mod tests {
     use super::*;
 
-    fn class(shape: &str) -> ShapeClass {
+    pub(super) fn class(shape: &str) -> ShapeClass {
         let p: Problem = shape.parse().unwrap();
+        let champion = format!("{}.toml", ShapeClass::name_of(&p));
         ShapeClass {
-            name: ShapeClass::name_of(&p),
             shape: shape.into(),
-            champion: format!("{}.toml", ShapeClass::name_of(&p)),
-            experiment: "experiments/x".into(),
-            median_us: None,
-            cudnn_us: None,
-            speedup_vs_cudnn: None,
-            cold_us: None,
-            cudnn_cold_us: None,
-            bench: None,
-            genome_id: None,
-            baselines: Vec::new(),
+            ..ShapeClass::unbenched(&p, champion, "experiments/x".into())
         }
     }
 

@@ -309,6 +309,23 @@ impl Export {
     }
 }
 
+/// The arguments of the Python module's `choose(b, h, lq, lk, d, causal, kv_heads, windowed)`
+/// for `p`, as JSON: how the tests hand a Rust problem to the Python dispatcher, which
+/// must pick what [`Export::choose`] picks.
+#[doc(hidden)]
+pub fn python_choose_args(p: &Problem) -> serde_json::Value {
+    serde_json::json!([
+        p.batch,
+        p.heads,
+        p.q_len,
+        p.kv_len,
+        p.head_dim.get(),
+        p.causal,
+        p.kv_heads.unwrap_or(p.heads),
+        p.window_left.is_some() || p.window_right.is_some(),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -248,16 +248,7 @@ fn the_python_module_picks_the_same_by_hand() {
         .iter()
         .map(|(spec, _, _)| {
             let p: Problem = spec.parse().unwrap();
-            serde_json::json!([
-                p.batch,
-                p.heads,
-                p.q_len,
-                p.kv_len,
-                p.head_dim.get(),
-                p.causal,
-                p.kv_heads.unwrap_or(p.heads),
-                p.window_left.is_some() || p.window_right.is_some()
-            ])
+            evo_runtime::export::python_choose_args(&p)
         })
         .collect();
     let script = format!(

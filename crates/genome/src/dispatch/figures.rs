@@ -111,25 +111,7 @@ impl ShapeClass {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Problem;
-
-    fn class(shape: &str) -> ShapeClass {
-        let p: Problem = shape.parse().unwrap();
-        ShapeClass {
-            name: ShapeClass::name_of(&p),
-            shape: shape.into(),
-            champion: format!("{}.toml", ShapeClass::name_of(&p)),
-            experiment: "experiments/x".into(),
-            median_us: None,
-            cudnn_us: None,
-            speedup_vs_cudnn: None,
-            cold_us: None,
-            cudnn_cold_us: None,
-            bench: None,
-            genome_id: None,
-            baselines: Vec::new(),
-        }
-    }
+    use crate::dispatch::tests::class;
 
     #[test]
     fn a_ratio_is_against_the_fastest_baseline_and_names_it() {

@@ -169,6 +169,48 @@ impl Snapshot {
         text
     }
 
+    /// A small well-formed snapshot of one entry on `spec` (synthetic outputs, an H100
+    /// export's header): what the tests of this file and the parsers' fuzz test mutate.
+    #[doc(hidden)]
+    pub fn example(spec: &str, class: &str) -> Snapshot {
+        let p: Problem = spec.parse().expect("an example's spec parses");
+        let output: Vec<u16> = (0..p.q_elems())
+            .map(|n| (n % 300) as u16 + 0x3C00)
+            .collect();
+        Snapshot {
+            format: SNAPSHOT_FORMAT,
+            evo_version: "0.1.0".into(),
+            machine: Machine {
+                device: "NVIDIA H100 80GB HBM3".into(),
+                compute_capability: "9.0".into(),
+                cuda_driver: "13.0".into(),
+                nvidia_driver: Some("580.159.04".into()),
+            },
+            export: ExportInfo {
+                device: "NVIDIA H100 80GB HBM3".into(),
+                arch: "sm_90a".into(),
+                evo_version: "0.1.0".into(),
+                nvrtc_version: "13.5".into(),
+            },
+            generator: GENERATOR.into(),
+            seed: 1,
+            entries: vec![Entry {
+                problem: p.spec(),
+                champion: ChampionKernel {
+                    class: class.into(),
+                    genome_id: "c0ae42df049485d5".into(),
+                    image: Image::Ptx,
+                },
+                tolerance: Tolerance {
+                    atol: 5e-2,
+                    rtol: 1.2e-2,
+                },
+                inputs: blake3::hash(b"inputs").to_hex().to_string(),
+                output: OutputSummary::of(&p, &output),
+            }],
+        }
+    }
+
     /// Parses and checks the JSON text of a snapshot.
     pub fn parse(text: &str) -> Result<Snapshot, String> {
         let value: serde_json::Value =
@@ -389,42 +431,7 @@ mod tests {
     use super::*;
 
     fn snapshot() -> Snapshot {
-        let p: Problem = "1,2,40,40,64,bf16".parse().unwrap();
-        let output: Vec<u16> = (0..p.q_elems())
-            .map(|n| (n % 300) as u16 + 0x3C00)
-            .collect();
-        Snapshot {
-            format: SNAPSHOT_FORMAT,
-            evo_version: "0.1.0".into(),
-            machine: Machine {
-                device: "NVIDIA H100 80GB HBM3".into(),
-                compute_capability: "9.0".into(),
-                cuda_driver: "13.0".into(),
-                nvidia_driver: Some("580.159.04".into()),
-            },
-            export: ExportInfo {
-                device: "NVIDIA H100 80GB HBM3".into(),
-                arch: "sm_90a".into(),
-                evo_version: "0.1.0".into(),
-                nvrtc_version: "13.5".into(),
-            },
-            generator: GENERATOR.into(),
-            seed: 1,
-            entries: vec![Entry {
-                problem: p.spec(),
-                champion: ChampionKernel {
-                    class: "b1-h2-l40-d64".into(),
-                    genome_id: "c0ae42df049485d5".into(),
-                    image: Image::Ptx,
-                },
-                tolerance: Tolerance {
-                    atol: 5e-2,
-                    rtol: 1.2e-2,
-                },
-                inputs: blake3::hash(b"inputs").to_hex().to_string(),
-                output: OutputSummary::of(&p, &output),
-            }],
-        }
+        Snapshot::example("1,2,40,40,64,bf16", "b1-h2-l40-d64")
     }
 
     /// A change to a snapshot's JSON value.
