@@ -9,7 +9,7 @@ use evo_genome::GenomeFile;
 use evo_lineage::{
     render_markdown, seed_lineage, seeds_record, to_dot, write_svg, Lineage, SEED_PATH,
 };
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
 pub struct LineageArgs {
@@ -37,39 +37,12 @@ pub struct LineageArgs {
     pub genomes: PathBuf,
 }
 
-/// A file a command is about to write: its folder must exist, and a file already there is
-/// replaced only when `force` says so. `option` names the flag in the error.
-pub(crate) fn check_new_file(path: &Path, force: bool, option: &str) -> anyhow::Result<()> {
-    if path.is_dir() {
-        bail!("{option} {} is a folder; name a file", path.display());
-    }
-    if path.exists() && !force {
-        let size = std::fs::metadata(path).map_or(0, |m| m.len());
-        bail!(
-            "{option} {} exists ({size} bytes); pass --force to replace it, or name a new file",
-            path.display()
-        );
-    }
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        bail!(
-            "{option} {}: the folder {} does not exist; create it first",
-            path.display(),
-            parent.display()
-        );
-    }
-    Ok(())
-}
-
 pub fn run(args: LineageArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.save {
-        check_new_file(path, args.force, "--save")?;
+        super::check_new_file(path, args.force, "--save")?;
     }
     if let Some(path) = &args.svg {
-        check_new_file(path, args.force, "--svg")?;
+        super::check_new_file(path, args.force, "--svg")?;
     }
     let lineage = if args.seeds {
         let named = SEED_PATH

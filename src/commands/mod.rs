@@ -20,6 +20,37 @@ pub mod worker;
 use crate::cli::Command;
 use anyhow::Context;
 
+/// A file a command is about to write: its folder must exist, and a file already there is
+/// replaced only when `force` says so. `option` names the flag in the error.
+pub(crate) fn check_new_file(
+    path: &std::path::Path,
+    force: bool,
+    option: &str,
+) -> anyhow::Result<()> {
+    if path.is_dir() {
+        anyhow::bail!("{option} {} is a folder; name a file", path.display());
+    }
+    if path.exists() && !force {
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        anyhow::bail!(
+            "{option} {} exists ({size} bytes); pass --force to replace it, or name a new file",
+            path.display()
+        );
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !parent.is_dir() {
+        anyhow::bail!(
+            "{option} {}: the folder {} does not exist; create it first",
+            path.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
 /// The genome target of an opened GPU, or an error naming its compute capability.
 pub fn device_target(device: &evo_gates::Device) -> anyhow::Result<evo_genome::Target> {
     device.target().with_context(|| {

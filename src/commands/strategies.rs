@@ -62,7 +62,7 @@ fn seeds(s: &str) -> Result<u64, String> {
 pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
     // Checked before the runs, which take minutes: a refused file then costs nothing.
     if let Some(path) = &args.json {
-        super::lineage::check_new_file(path, args.force, "--json")?;
+        super::check_new_file(path, args.force, "--json")?;
     }
     let landscape = Landscape::load(&args.landscape)?;
     println!("{}", landscape.banner());

@@ -6,26 +6,13 @@
 //! wait — passes GREEN by luck on the GPU, so it is caught here, where it is certain.
 //! Needs NVRTC, like tests/compile.rs (no GPU).
 
-use evo_codegen::{compile_many, Toolchain};
+mod common;
+
+use common::{fa3, fwd_ptx, toolchain};
+use evo_codegen::compile_many;
 use evo_genome::{
-    ConsumerWgs, Dtype, Genome, GenomeFile, HeadDim, Overlap, SplitKv, Stages, Switch, Target,
-    WgSplit,
+    ConsumerWgs, Dtype, Genome, HeadDim, Overlap, SplitKv, Stages, Switch, Target, WgSplit,
 };
-use std::path::Path;
-
-fn fa3() -> Genome {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/fa3.toml");
-    GenomeFile::load(&path).expect("genomes/fa3.toml").genes
-}
-
-/// The forward entry's PTX alone.
-fn fwd_ptx(ptx: &str) -> &str {
-    let start = ptx
-        .find(".entry evo_attention_fwd")
-        .expect("PTX has the evo_attention_fwd entry");
-    let rest = &ptx[start + 1..];
-    rest.find(".entry ").map_or(rest, |end| &rest[..end])
-}
 
 /// A path's cluster barriers so far: arrivals made (capped at two) and whether the last
 /// barrier instruction was an arrival still to be waited on.
@@ -118,7 +105,6 @@ fn cluster_barrier_faults(ptx: &str) -> Vec<String> {
 
 #[test]
 fn every_exit_of_a_cluster_merge_kernel_waits_for_its_cluster() {
-    let tc = Toolchain::discover().unwrap_or_else(|e| panic!("{e}"));
     let fa3 = fa3();
     let cluster = |persistent, keys| Genome {
         split_kv: SplitKv::K2,
@@ -150,7 +136,7 @@ fn every_exit_of_a_cluster_merge_kernel_waits_for_its_cluster() {
         "every cluster genome here is valid"
     );
     let mut failures = Vec::new();
-    for ((g, ..), compiled) in jobs.iter().zip(compile_many(&tc, &jobs)) {
+    for ((g, ..), compiled) in jobs.iter().zip(compile_many(toolchain(), &jobs)) {
         let compiled = compiled.unwrap_or_else(|e| panic!("{}: {e}", g.summary()));
         let ptx = fwd_ptx(&compiled.ptx);
         assert!(

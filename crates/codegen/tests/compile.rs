@@ -6,26 +6,24 @@
 //! compiles/s, worst registers and spills); `just test` runs them with `--nocapture`.
 //! They share one compile cache, so a kernel two sweeps name compiles once.
 
+mod common;
 mod covering;
+mod ptx_expect;
 
+use common::{fa3, toolchain};
 use covering::Job;
 use evo_codegen::*;
 use evo_genome::{
-    space, BlockN, ConsumerWgs, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, KvLoad,
-    Math, OStore, Overlap, ProducerRegs, RegCap, SplitKv, Stages, Switch, Target, VecBytes,
-    WgSplit,
+    space, BlockN, ConsumerWgs, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, OStore,
+    Overlap, ProducerRegs, RegCap, SplitKv, Stages, Switch, Target, WgSplit,
 };
+use ptx_expect::ptx_mismatches;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-
-fn toolchain() -> &'static Toolchain {
-    static TC: OnceLock<Toolchain> = OnceLock::new();
-    TC.get_or_init(|| Toolchain::discover().unwrap_or_else(|e| panic!("{e}")))
-}
 
 fn genome_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes")
@@ -43,171 +41,6 @@ fn named_genomes() -> Vec<GenomeFile> {
         .iter()
         .map(|p| GenomeFile::load(p).unwrap_or_else(|e| panic!("{e}")))
         .collect()
-}
-
-/// The PTX of the forward entry alone (the combine kernel has its own loads).
-fn fwd_ptx(ptx: &str) -> &str {
-    let start = ptx
-        .find(".entry evo_attention_fwd")
-        .expect("PTX has the evo_attention_fwd entry");
-    let rest = &ptx[start + 1..];
-    match rest.find(".entry ") {
-        Some(end) => &rest[..end],
-        None => rest,
-    }
-}
-
-/// What the genome says must show in the code, as a list of broken expectations.
-///
-/// Only instruction families the genes choose directly are checked; the exp gene is
-/// not (IEEE `expf` itself lowers to `ex2.approx`, so both alleles contain it).
-fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
-    let all = &compiled.ptx;
-    let ptx = fwd_ptx(all);
-    let mut out = Vec::new();
-    let mut expect = |what: &str, want: bool, have: bool| {
-        if want != have {
-            out.push(format!(
-                "{what}: expected {}, PTX has {}",
-                if want { "present" } else { "absent" },
-                if have { "it" } else { "none" }
-            ));
-        }
-    };
-    if g.family == Family::Hopper {
-        expect(
-            "wgmma.mma_async (hopper)",
-            true,
-            ptx.contains("wgmma.mma_async"),
-        );
-        expect(
-            "no mma.sync (hopper)",
-            false,
-            ptx.contains("mma.sync.aligned.m16n8k16"),
-        );
-        // O stored by the copy engine: only where O itself is written (one split).
-        let tma_o = g.o_store == OStore::Tma && g.split_kv == SplitKv::K1;
-        expect(
-            "TMA loads, cp.async.bulk.tensor into shared memory (hopper_load = tma)",
-            g.hopper_load == HopperLoad::Tma,
-            ptx.contains("cp.async.bulk.tensor.3d.shared::cluster.global"),
-        );
-        expect(
-            "TMA stores of O, cp.async.bulk.tensor from shared memory (o_store = tma)",
-            tma_o,
-            ptx.contains("cp.async.bulk.tensor.3d.global.shared::cta"),
-        );
-        expect(
-            "the evo_tensor_map_o constant (o_store = tma)",
-            tma_o,
-            all.contains("evo_tensor_map_o"),
-        );
-        expect(
-            "cp.async.cg 16-byte copies (hopper_load = cp_async)",
-            g.hopper_load == HopperLoad::CpAsync,
-            ptx.contains("cp.async.cg.shared.global"),
-        );
-        expect(
-            "the warpgroups' merge barrier, bar.sync 8 (wg_split = keys)",
-            g.wg_split == WgSplit::Keys,
-            ptx.contains("bar.sync 8,"),
-        );
-        expect(
-            "setmaxnreg (producer_regs set)",
-            g.producer_regs != ProducerRegs::None,
-            ptx.contains("setmaxnreg"),
-        );
-        expect(
-            "named-barrier hand-over bar.arrive (pingpong = on)",
-            g.pingpong == Switch::On,
-            ptx.contains("bar.arrive"),
-        );
-        expect("mbarrier.try_wait", true, ptx.contains("mbarrier.try_wait"));
-        // One cluster per query block's splits: over the grid's split axis (z), or over
-        // a persistent grid's row of CTAs (x).
-        let cluster = g.cluster_combine == Switch::On;
-        let shape = if g.persistent == Switch::On {
-            format!("{}, 1, 1", g.split_kv)
-        } else {
-            format!("1, 1, {}", g.split_kv)
-        };
-        expect(
-            &format!("a cluster shape .reqnctapercluster {shape} (cluster_combine = on)"),
-            cluster,
-            ptx.contains(&format!(".reqnctapercluster {shape}")),
-        );
-        expect(
-            "st.async into the cluster's exchange (cluster_combine = on)",
-            cluster,
-            ptx.contains("st.async.shared::cluster.mbarrier::complete_tx::bytes"),
-        );
-        // One split and no cluster merge: O leaves through the staging (read back with
-        // ld.shared.v4) or from the registers.
-        if g.split_kv == SplitKv::K1 && !cluster {
-            expect(
-                "O read back from its shared-memory staging, ld.shared.v4 (o_store = staged)",
-                g.o_store == OStore::Staged,
-                ptx.contains("ld.shared.v4"),
-            );
-        }
-        expect(
-            "the evo_tensor_maps constant (hopper_load = tma, or o_store = tma)",
-            g.hopper_load == HopperLoad::Tma || tma_o,
-            all.contains("evo_tensor_maps"),
-        );
-        expect("sm_90a target", true, all.contains(".target sm_90a"));
-        return out;
-    }
-    let uses = |m: Math| g.qk_math == m || g.pv_math == m;
-    expect(
-        "mma.sync.aligned.m16n8k16 (qk_math or pv_math = mma)",
-        uses(Math::Mma),
-        ptx.contains("mma.sync.aligned.m16n8k16"),
-    );
-    if uses(Math::Mma) {
-        expect("ldmatrix (mma operands)", true, ptx.contains("ldmatrix"));
-    }
-    expect(
-        "wmma.mma.sync (qk_math or pv_math = wmma)",
-        uses(Math::Wmma),
-        ptx.contains("wmma.mma.sync"),
-    );
-    expect(
-        "cp.async (kv_load = cp_async)",
-        g.kv_load == KvLoad::CpAsync,
-        ptx.contains("cp.async."),
-    );
-    let wide_global = ptx
-        .lines()
-        .any(|l| l.contains("ld.global") && (l.contains(".v4") || l.contains(".v2")));
-    match g.vec_bytes {
-        VecBytes::V16 => expect(
-            "16-byte K/V/Q loads (ld.global.v4 or cp.async.cg 16, vec_bytes = 16)",
-            true,
-            ptx.contains("ld.global.nc.v4")
-                || ptx.contains("ld.global.v4")
-                || ptx.contains("cp.async.cg.shared.global"),
-        ),
-        VecBytes::V4 => expect(
-            "vector global loads or cp.async.cg (vec_bytes = 4)",
-            false,
-            wide_global || ptx.contains("cp.async.cg"),
-        ),
-        VecBytes::V8 => {}
-    }
-    expect(
-        "the evo_geometry constant",
-        true,
-        all.contains("evo_geometry"),
-    );
-    for entry in [ENTRY_FWD, ENTRY_COMBINE] {
-        expect(
-            &format!("a ptxas report for {entry}"),
-            true,
-            compiled.report.kernel(entry).is_some(),
-        );
-    }
-    out
 }
 
 fn genome_toml(name: &str, g: &Genome) -> String {
@@ -426,7 +259,11 @@ fn at_every_fitting_head_dim(jobs: &mut Vec<Job>, g: evo_genome::Genome) {
 /// every head dim, so what this adds is the allele in fa3's own context.
 #[test]
 fn nvrtc_sweep_hopper_alleles() {
-    let fa3 = GenomeFile::load(&genome_dir().join("fa3.toml")).expect("fa3.toml");
+    let fa3 = GenomeFile {
+        name: "fa3".into(),
+        description: String::new(),
+        genes: fa3(),
+    };
     let mut jobs = Vec::new();
     for (i, gene) in fa3.genes.genes().into_iter().enumerate() {
         for allele in 0..gene.allele_count() {

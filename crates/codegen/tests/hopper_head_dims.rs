@@ -4,32 +4,11 @@
 //! is the covering sweep's (tests/compile.rs, `nvrtc_sweep_covering_design`): it
 //! reaches every allele, and every pair of path switches, at every head dimension.
 
+mod common;
+
+use common::{fa3, fwd_ptx, toolchain};
 use evo_codegen::*;
-use evo_genome::{BlockN, Dtype, Genome, GenomeFile, HeadDim, Target};
-use std::sync::OnceLock;
-
-fn toolchain() -> &'static Toolchain {
-    static TC: OnceLock<Toolchain> = OnceLock::new();
-    TC.get_or_init(|| Toolchain::discover().unwrap_or_else(|e| panic!("{e}")))
-}
-
-/// The named `fa3` genome (genomes/fa3.toml).
-fn fa3() -> Genome {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/fa3.toml");
-    GenomeFile::load(&path)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .genes
-}
-
-/// The forward kernel's PTX (the module also holds the combine kernel).
-fn fwd_ptx(ptx: &str) -> &str {
-    let start = ptx
-        .find(".entry evo_attention_fwd")
-        .expect("evo_attention_fwd in the PTX");
-    let rest = &ptx[start..];
-    let end = rest[1..].find(".entry ").map_or(rest.len(), |i| i + 1);
-    &rest[..end]
-}
+use evo_genome::{BlockN, Dtype, Genome, HeadDim, Target};
 
 #[test]
 fn flash_attention_3_tiles_compile_at_d96_and_d256() {

@@ -1,0 +1,198 @@
+//! The backend a search runs on: the GPU evaluator (compiles here, gates and times in a
+//! child worker per GPU) or the replay of a recorded landscape, with the space and the
+//! objective each implies.
+
+use super::EvolveArgs;
+use anyhow::{bail, Context};
+use evo_gates::suite::full_cases;
+use evo_gates::GreenSuite;
+use evo_genome::{Problem, Target};
+use evo_mutator::{
+    Backend, Evaluator, ExperimentConfig, Landscape, LandscapeEvaluator, SearchSpace,
+};
+use evo_worker::{parse_gpus, CubinCache, GpuEvaluator, GpuPlan, Plant};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The GPU backend: compiles each generation in parallel here and runs GREEN (the
+/// quick suite, plus every case of the objective's shape) and FAST in a child worker
+/// (see the evo-worker crate). The target is the GPU's own, whatever the config guessed.
+/// The search's seed draws the full gate's shapes and bases GREEN's input seeds.
+fn gpu_evaluator(
+    seed: u64,
+    objective: &[Problem],
+    plant_faults: Option<usize>,
+    timeout: Duration,
+    gpus: Option<&[u32]>,
+    cubin_cache: Option<PathBuf>,
+) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
+    let plant = match plant_faults {
+        None => None,
+        Some(every) => Some(Plant {
+            every,
+            kernels: ["tests/faults/illegal_address.cu", "tests/faults/hang.cu"]
+                .into_iter()
+                .map(|p| {
+                    std::fs::read_to_string(p)
+                        .map(|text| (p.to_string(), text))
+                        .with_context(|| format!("{p}: the fault drill's planted kernel"))
+                })
+                .collect::<anyhow::Result<_>>()?,
+        }),
+    };
+    let evaluator = GpuEvaluator::start_on(
+        GpuPlan {
+            green_cases: GreenSuite::Quick.cases(),
+            full_gate: full_cases(GreenSuite::Default.cases(), seed),
+            objective: objective.to_vec(),
+            seed,
+            timeout,
+            cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
+            cubin_cache,
+            plant,
+        },
+        gpus,
+    )?;
+    let target = evaluator.target();
+    Ok((Box::new(evaluator), target))
+}
+
+/// True when `--backend` (default `auto`) will search on a GPU.
+pub(crate) fn on_gpu(backend: Option<&str>) -> bool {
+    match backend.map(Backend::parse) {
+        Some(Some(Backend::Gpu)) => true,
+        None | Some(Some(Backend::Auto)) => cuda_device_present(),
+        _ => false,
+    }
+}
+
+/// True when the NVIDIA driver reports at least one GPU. Only chooses the `auto`
+/// backend; the GPU evaluator itself checks the device properly.
+fn cuda_device_present() -> bool {
+    std::fs::read_dir("/proc/driver/nvidia/gpus").is_ok_and(|mut d| d.next().is_some())
+}
+
+/// The evaluator, the space and the objective for a backend; prints the first line.
+pub(super) struct Prepared {
+    pub(super) evaluator: Box<dyn Evaluator>,
+    pub(super) space: SearchSpace,
+    /// One shape, or a suite scored by the geometric mean of its medians.
+    pub(super) objective: Vec<Problem>,
+    /// The measurements are a recorded landscape's, not this machine's.
+    pub(super) replayed: bool,
+}
+
+/// The objective as cache keys and reports name it.
+pub(super) fn objective_label(objective: &[Problem]) -> String {
+    match objective {
+        [one] => one.label(),
+        many => format!(
+            "geomean of {} shapes: {}",
+            many.len(),
+            many.iter()
+                .map(Problem::label)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    }
+}
+
+pub(super) fn prepare(
+    config: &ExperimentConfig,
+    backend: Backend,
+    args: &EvolveArgs,
+) -> anyhow::Result<Prepared> {
+    let default_landscape = args.landscape.as_path();
+    let backend = match backend {
+        Backend::Auto if cuda_device_present() => Backend::Gpu,
+        Backend::Auto => {
+            if !default_landscape
+                .join(evo_mutator::landscape::META_FILE)
+                .exists()
+            {
+                bail!(
+                    "no CUDA device here and no recorded landscape at {}; record one on a GPU with `evo landscape`, or pass --backend replay:DIR",
+                    default_landscape.display()
+                );
+            }
+            Backend::Replay(default_landscape.to_path_buf())
+        }
+        b => b,
+    };
+    match backend {
+        Backend::Replay(dir) => {
+            if args.plant_faults.is_some() {
+                bail!("--plant-faults is a drill of the GPU worker; replay runs no kernel");
+            }
+            if args.gpus.is_some() {
+                bail!("--gpus chooses the GPUs of the GPU backend; replay runs on none");
+            }
+            if !config.suite.is_empty() {
+                bail!("a suite objective needs the GPU backend; a landscape answers only its own shape");
+            }
+            let landscape = Landscape::load(&dir)?;
+            println!("{}", landscape.banner());
+            for w in &landscape.warnings {
+                eprintln!("warning: {w}");
+            }
+            let problem = landscape.meta.problem;
+            if let Some(p) = config.problem.filter(|p| *p != problem) {
+                bail!(
+                    "experiment.toml asks for {p}, but the landscape at {} was recorded for {problem}; replay can only answer its own problem",
+                    dir.display()
+                );
+            }
+            // Replay never invents numbers: the search stays inside the recorded sub-space.
+            let space = landscape.space().clone();
+            Ok(Prepared {
+                evaluator: Box::new(LandscapeEvaluator::new(landscape)),
+                space,
+                objective: vec![problem],
+                replayed: true,
+            })
+        }
+        Backend::Gpu => {
+            let objective = if config.suite.is_empty() {
+                vec![config.problem.unwrap_or_else(Problem::seed)]
+            } else {
+                config.suite.clone()
+            };
+            // Valid at the largest head dim of the objective means valid at every one:
+            // shared memory and registers only grow with D.
+            let head_dim = objective
+                .iter()
+                .map(|p| p.head_dim)
+                .max()
+                .expect("not empty");
+            let gpus = args.gpus.as_deref().map(parse_gpus).transpose()?;
+            let cubin_cache = match args.cubin_cache.as_deref() {
+                Some("off") => None,
+                Some(dir) => Some(PathBuf::from(dir)),
+                None => CubinCache::default_dir(),
+            };
+            let (evaluator, target) = gpu_evaluator(
+                config.seed,
+                &objective,
+                args.plant_faults,
+                Duration::from_secs(args.timeout),
+                gpus.as_deref(),
+                cubin_cache,
+            )?;
+            if let Some(asked) = config.target.filter(|t| *t != target) {
+                bail!("experiment.toml asks for target {asked}, but this GPU is {target}");
+            }
+            println!("{}", evaluator.describe());
+            let space = match &config.subspace {
+                Some(sub) => SearchSpace::sub(sub, head_dim, target)?,
+                None => SearchSpace::full(head_dim, target),
+            };
+            Ok(Prepared {
+                evaluator,
+                space,
+                objective,
+                replayed: false,
+            })
+        }
+        Backend::Auto => unreachable!("resolved above"),
+    }
+}
