@@ -75,6 +75,11 @@ gpu-test: candle-example-build
     # champions its GPU tests and its binary as its README runs it. nvcc's environment
     # (.cuda/env.sh) only from here: the tests above use the machine's CUDA toolkit.
     cargo build --release
+    # The backward: both families through the backward gates (the README's command), and
+    # a short backward search.
+    target/release/evo gate genomes/fa2-bwd.toml genomes/fa3-bwd.toml --time anchors
+    target/release/evo evolve --pass backward --problem 1,8,512,512,64,f16 --budget 6 \
+      --experiment "$(mktemp -d)/bwd"
     export_dir="$(mktemp -d)/h100"
     target/release/evo export "$export_dir" --champions genomes/champions/h100 --cubin
     source .cuda/env.sh

@@ -4,12 +4,14 @@
 // integer `-D EVO_*` macro (see kernels/ABI.md for the list and the launch
 // contract). The sections are ordered as the data flows (1-4 in this file, 5-9 in
 // kernels/attention_paths.cuh, 10 in kernels/attention_kernel.cuh; the host compiles
-// kernels/mask.cuh, these three and kernels/combine.cuh as one program named after this
-// file):
+// kernels/mask.cuh, kernels/mma.cuh, these three and kernels/combine.cuh as one program
+// named after this file). The element type, the f16/bf16 conversions, ex2, ldmatrix,
+// mma.sync m16n8k16, cp.async and the tile swizzle come from kernels/mma.cuh, shared
+// with the backward template:
 //
 //   1. configuration     macros -> constexpr, validity static_asserts, smem plan
-//   2. element helpers   f16/bf16 conversions, exp/exp2
-//   3. PTX wrappers      ldmatrix, mma.sync m16n8k16, cp.async, named barrier
+//   2. element helpers   the score exponential, lse, tile offsets in EVO_SMEM_LAYOUT
+//   3. PTX wrappers      cp.async groups, the consumer barrier
 //   4. tile staging      global -> shared (direct or cp.async, any layout/width)
 //   5. S = Q K^T         scalar / wmma / mma, into shared memory (smem P path)
 //   6. softmax in smem   online softmax over a tile of S, writes P (16-bit)
@@ -20,13 +22,18 @@
 //
 // NVRTC only: no std headers, no <cstdio>.
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
 // Optional register cap (0 = none); see "Register budget" in section 10
 // (kernels/attention_kernel.cuh).
 #ifndef EVO_MAX_REGS
 #define EVO_MAX_REGS 0
+#endif
+
+// The forward's log-sum-exp output (kernels/ABI.md, "The log-sum-exp output") is a
+// compile-time choice the host always makes: 0 builds the kernels without it (no
+// `evo_lse`, no `lse` argument, no store: what search, bench and inference run), 1 the
+// lse twin. Compiled in but not asked for, it cost 1-2% on 8 of 13 H100 champions.
+#if !defined(EVO_LSE) || (EVO_LSE != 0 && EVO_LSE != 1)
+#error "EVO_LSE must be defined as 0 or 1 (kernels/ABI.md, The log-sum-exp output)"
 #endif
 
 #if EVO_QK_MATH == 1 || EVO_PV_MATH == 1
@@ -34,16 +41,6 @@
 #endif
 
 // ============================================================ 1. configuration
-
-#if EVO_BF16
-typedef __nv_bfloat16 elem_t;
-typedef __nv_bfloat162 elem2_t;
-#define EVO_MMA_TYPE "bf16"
-#else
-typedef __half elem_t;
-typedef __half2 elem2_t;
-#define EVO_MMA_TYPE "f16"
-#endif
 
 namespace evo {
 
@@ -167,6 +164,11 @@ static_assert(kSmemTotal == EVO_SMEM_BYTES,
 #define EVO_COMBINE_THREADS (EVO_COMBINE_ROWS * 32)
 // The second kernel ABI: K/V heads, the diagonal and the window are arguments.
 extern "C" __constant__ int evo_abi[1] = {2};
+#if EVO_LSE
+// The forward's log-sum-exp (kernels/ABI.md, "The log-sum-exp output"): both kernels take
+// `float* lse` last and write it when it is not null.
+extern "C" __constant__ int evo_lse[1] = {1};
+#endif
 #if EVO_PACK_GQA
 // Packed grouped-query heads (kernels/ABI.md): the host launches one row of heads per
 // K/V head, with G x Lq rows each.
@@ -181,67 +183,20 @@ namespace evo {
 
 // ============================================================ 2. element helpers
 
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
-
-__device__ __forceinline__ float to_float(elem_t x) {
-#if EVO_BF16
-  return __bfloat162float(x);
-#else
-  return __half2float(x);
-#endif
-}
-__device__ __forceinline__ float2 to_float2(elem2_t x) {
-#if EVO_BF16
-  return __bfloat1622float2(x);
-#else
-  return __half22float2(x);
-#endif
-}
-__device__ __forceinline__ elem_t from_float(float x) {
-#if EVO_BF16
-  return __float2bfloat16_rn(x);
-#else
-  return __float2half_rn(x);
-#endif
-}
-__device__ __forceinline__ elem2_t from_float2(float lo, float hi) {
-#if EVO_BF16
-  return __floats2bfloat162_rn(lo, hi);
-#else
-  return __floats2half2_rn(lo, hi);
-#endif
-}
-// Two values as one .b32 mma operand register: `lo` is the lower column.
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  elem2_t v = from_float2(lo, hi);
-  return *reinterpret_cast<unsigned*>(&v);
-}
-
 // With EVO_EXP2 the scores are pre-multiplied by scale*log2(e) (one FFMA per
 // score) and exponentiated with exp2; m and the lse are then in log2 units until
 // the epilogue converts back to natural log.
 __device__ __forceinline__ float softmax_exp(float x) {
 #if EVO_EXP2
-  // One MUFU.EX2: exp2f without fast-math adds denormal scaling around it, and
-  // flushing p < 2^-126 to zero is harmless for softmax (ex2(-inf) = +0).
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
+  return ex2_approx(x);
 #else
   return __expf(x);
 #endif
 }
-// 2^x on the FMA pipe (EVO_EXP_FMA, with EVO_EXP2): n = round(x) by adding 1.5 * 2^23,
-// 2^(x - n) by a degree-3 polynomial on [-0.5, 0.5] (relative error 1.8e-4), n into the
-// exponent bits; every other score takes it, so MUFU (16 per clock per SM) does half.
-__device__ __forceinline__ float softmax_exp_fma(float x) {
-  const float t = x + 12582912.0f, f = x - (t - 12582912.0f);
-  const float p = fmaf(fmaf(fmaf(0.0546022821f, f, 0.2419248f), f, 0.6933166125f), f, 1.0f);
-  return x < -126.0f ? 0.0f : __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-// The score exponential of column `j`.
+// The score exponential of column `j`: with EVO_EXP_FMA (which needs EVO_EXP2) every
+// other score takes the FMA-pipe polynomial, so MUFU does half of them.
 __device__ __forceinline__ float score_exp(float x, int j) {
-  return EVO_EXP_FMA && (j & 1) ? softmax_exp_fma(x) : softmax_exp(x);
+  return EVO_EXP_FMA && (j & 1) ? ex2_poly(x) : softmax_exp(x);
 }
 __device__ __forceinline__ float score_scale(float scale) {
 #if EVO_EXP2
@@ -263,88 +218,15 @@ __device__ __forceinline__ float row_lse(float m, float l) {
 // with m_new = -inf we subtract 0 instead, so every p and alpha is exp(-inf) = 0.
 __device__ __forceinline__ float safe_max(float m) { return m == neg_inf() ? 0.0f : m; }
 
-
-// Element (row, col) of a Q/K/V tile. Swizzled: the 16-byte chunk index is
-// XORed with (row & 7), so 8 rows read at the same logical chunk (ldmatrix)
-// land in 8 different bank groups. col % 8 == 0 for vector/ldmatrix accesses,
-// and a 4/8/16-byte vector never crosses a chunk, so this one function serves
-// stores, ldmatrix row addresses and scalar reads alike.
-//
-// D = 96 (12 chunks a row): XOR with (row & 7) would send chunks 8..11 to 12..15,
-// past the row. The swizzle stays in the row and conflict-free, in two parts:
-//  - chunks 0..7 XOR (row & 7), as for every D. The 192-byte pitch puts odd rows
-//    4 bank groups (64 bytes) after even ones, so the 8 rows of an aligned
-//    8-row block at logical chunk c sit in group (c ^ (row & 7)) ^ 4 * (row & 1):
-//    8 different groups.
-//  - the tail, chunks 8..11, XOR ((row >> 1) & 3), which stays in 8..11: its group
-//    is 4 * (row & 1) + ((c ^ (row >> 1)) & 3), again 8 different groups for
-//    rows 0..7 of a block (row & 1 picks the half, (row >> 1) & 3 the group in it).
-// ldmatrix and the K-fragment loads read aligned 8-row blocks (row0 % 8 == 0).
-__device__ __forceinline__ int swizzle_chunk(int row, int ch) {
-  constexpr int kTail = (kD / 8) % 8;  // 0, or 4 at D = 96
-  if (kTail != 0 && ch >= kD / 8 - kTail) return ch ^ ((row >> 1) & (kTail - 1));
-  return ch ^ (row & 7);
-}
+// Element (row, col) of a Q/K/V tile, in EVO_SMEM_LAYOUT (the swizzle: tile_offset,
+// kernels/mma.cuh). One function serves stores, ldmatrix row addresses and scalar reads
+// alike; ldmatrix and the K-fragment loads read aligned 8-row blocks (row0 % 8 == 0).
 __device__ __forceinline__ int tile_off(int row, int col) {
-#if EVO_SMEM_LAYOUT == 2
-  return row * kPitch + (swizzle_chunk(row, col >> 3) << 3) + (col & 7);
-#else
-  return row * kPitch + col;
-#endif
+  return tile_offset<kD, kPitch, EVO_SMEM_LAYOUT>(row, col);
 }
 
 // ============================================================ 3. PTX wrappers
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// Four 8x8 b16 matrices; lanes 8k..8k+7 give the row addresses of matrix k.
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-// Transposed on the way: how row-major V becomes the "col" B operand of P.V.
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-// c += a (16x16, row) * b (16x8, col), fp32 accumulate.
-__device__ __forceinline__ void mma_16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                          unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32." EVO_MMA_TYPE "." EVO_MMA_TYPE ".f32 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// ldmatrix lane addressing (lane l, 16x16 block at rows r0, cols c0):
-//  - A operand, or the .trans B operand of V: matrices (r0,c0) (r0+8,c0)
-//    (r0,c0+8) (r0+8,c0+8)  ->  row r0 + (l & 15), col c0 + (l >> 4) * 8
-//  - B operand of Q.K^T from row-major K for n-tiles r0 and r0+8: matrices
-//    (r0,c0) (r0,c0+8) (r0+8,c0) (r0+8,c0+8), giving {b0,b1} of n-tile r0 then
-//    of n-tile r0+8  ->  row r0 + (l & 7) + (l >> 4) * 8, col c0 + ((l >> 3) & 1) * 8
-__device__ __forceinline__ int lm_row_a(int lane) { return lane & 15; }
-__device__ __forceinline__ int lm_col_a(int lane) { return (lane >> 4) << 3; }
-__device__ __forceinline__ int lm_row_b(int lane) { return (lane & 7) + ((lane >> 4) << 3); }
-__device__ __forceinline__ int lm_col_b(int lane) { return ((lane >> 3) & 1) << 3; }
-
-// cp.async with zero-fill: src_bytes = 0 writes zeros and reads nothing
-// (rows past the end of the sequence). .cg (bypass L1) exists only for 16 B.
-template <int BYTES>
-__device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid) {
-  const int src_bytes = valid ? BYTES : 0;
-  if (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-                 "l"(src), "r"(src_bytes));
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)),
-                 "l"(src), "n"(BYTES), "r"(src_bytes));
-  }
-}
 __device__ __forceinline__ void cp_async_commit() {
 #if EVO_CP_ASYNC
   asm volatile("cp.async.commit_group;\n" ::);
@@ -369,11 +251,6 @@ __device__ __forceinline__ void consumer_sync() {
 }
 
 // ============================================================ 4. tile staging
-
-template <int BYTES> struct VecOf;
-template <> struct VecOf<4> { typedef unsigned type; };
-template <> struct VecOf<8> { typedef uint2 type; };
-template <> struct VecOf<16> { typedef uint4 type; };
 
 // Copy rows [row0, row0+ROWS) of a [L, D] matrix into a shared tile, EVO_VEC_BYTES
 // per thread per step; rows >= L become zeros (so scores of padding keys are

@@ -30,7 +30,11 @@ extern "C" __global__ void EVO_FWD_BOUNDS
 evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
                   const elem_t* __restrict__ V, elem_t* __restrict__ O, float* __restrict__ ws_o,
                   float* __restrict__ ws_lse, int B, int H, int Lq_in, int Lk, int causal,
-                  float scale, int Hkv, int diag, int win_left, int win_right) {
+                  float scale, int Hkv, int diag, int win_left, int win_right
+#if EVO_LSE
+                  , float* __restrict__ lse
+#endif
+                  ) {
   // Packed (EVO_PACK_GQA): blockIdx.y is a K/V head, and its rows are the Lq queries of
   // each of its G query heads in turn; Lq below counts those rows.
   constexpr bool kPack = EVO_PACK_GQA != 0;
@@ -230,6 +234,9 @@ evo_attention_fwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
   out.O = O;
   out.ws_o = ws_o;
   out.ws_lse = ws_lse;
+#if EVO_LSE
+  out.lse = lse;
+#endif
   out.row_base = ((size_t)split * gridDim.y + bh) * (size_t)Lq;
   if (kSplit == 1) out.row_base = (size_t)bh * Lq;
   out.m0 = m0;

@@ -450,12 +450,17 @@ __device__ __forceinline__ void tile_regs(const elem_t* sQ, const unsigned (&qf)
 // ============================================================ 9. epilogues
 // Rows >= Lq are never written. Unsplit: O = o / l as elem_t. Split: the
 // workspace gets o / l (fp32) and the natural-log lse; a row whose split saw no
-// key has l = 0 and gets o = 0, lse = -inf (weight 0 in the combine).
+// key has l = 0 and gets o = 0, lse = -inf (weight 0 in the combine). In the lse twin
+// (EVO_LSE = 1), unsplit, the row's lse also goes to `lse` when the host asks for it
+// (evo_lse; +inf for a row that saw no key); split, the combine writes it.
 
 struct Out {
   elem_t* O;
   float* ws_o;
   float* ws_lse;
+#if EVO_LSE
+  float* lse;  // null: not asked (a uniform branch)
+#endif
   size_t row_base;  // (split * B*H + bh) * Lq for the workspace, bh * Lq for O
   int m0, Lq;
 };
@@ -471,6 +476,9 @@ __device__ __forceinline__ void store_pair(const Out& out, int r, int c, float x
 __device__ __forceinline__ void store_lse(const Out& out, int r, float m, float l) {
 #if EVO_SPLIT_KV > 1
   out.ws_lse[out.row_base + out.m0 + r] = row_lse(m, l);
+#elif EVO_LSE
+  if (out.lse != nullptr)
+    out.lse[out.row_base + out.m0 + r] = l > 0.0f ? row_lse(m, l) : __int_as_float(0x7f800000);
 #endif
 }
 __device__ __forceinline__ float inv_or_zero(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }

@@ -26,36 +26,28 @@
 //
 // Sections, in the order the data flows (1-3 in this file, 4-6 in
 // kernels/attention_sm90_roles.cuh, 7 in kernels/attention_sm90_kernel.cuh; the host
-// compiles kernels/mask.cuh, kernels/cluster.cuh, these three and kernels/combine.cuh as
-// one program named after this file):
+// compiles kernels/mask.cuh, kernels/mma.cuh, kernels/sm90.cuh, kernels/cluster.cuh,
+// these three and kernels/combine.cuh as one program named after this file):
 //   1. configuration     macros -> constexpr, checks, the shared-memory plan
-//   2. PTX wrappers      mbarrier, TMA, cp.async, fences, setmaxnreg
-//   3. wgmma             descriptors and the generated m64nNk16 wrappers
+//   2. TMA               tensor-map loads and stores (the other PTX wrappers, shared
+//                        with the backward, are kernels/sm90.cuh)
+//   3. wgmma             the generated m64nNk16 wrappers
 //   4. the producer      Q once, then K and V tile by tile into the stage ring
 //   5. the consumers     S = Q K^T, online softmax, O += P V, epilogue
 //   6. the scheduler     which tile a CTA computes, and its K/V range
 //   7. the kernels       evo_attention_fwd (the combine is kernels/combine.cuh)
 //
 // The launch contract is kernels/ABI.md's, plus its "tensor maps" section when
-// EVO_KV_LOAD is 2 (TMA). NVRTC only: no std headers.
+// EVO_KV_LOAD is 2 (TMA). NVRTC only: no std headers (kernels/mma.cuh includes the
+// element types' headers).
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-// ============================================================ 1. configuration
-
-#if EVO_BF16
-typedef __nv_bfloat16 elem_t;
-typedef __nv_bfloat162 elem2_t;
-#define EVO_WG_TYPE "bf16"
-#else
-typedef __half elem_t;
-typedef __half2 elem2_t;
-#define EVO_WG_TYPE "f16"
+// The forward's log-sum-exp output is a compile-time choice the host always makes
+// (kernels/ABI.md, "The log-sum-exp output"; kernels/attention.cu says why).
+#if !defined(EVO_LSE) || (EVO_LSE != 0 && EVO_LSE != 1)
+#error "EVO_LSE must be defined as 0 or 1 (kernels/ABI.md, The log-sum-exp output)"
 #endif
 
-typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t;
+// ============================================================ 1. configuration
 
 namespace evo {
 
@@ -195,6 +187,11 @@ static_assert(kSmemTotal == EVO_SMEM_BYTES,
 // combine rows per block, combine threads per block.
 // The second kernel ABI: K/V heads, the diagonal and the window are arguments.
 extern "C" __constant__ int evo_abi[1] = {2};
+#if EVO_LSE
+// The forward's log-sum-exp (kernels/ABI.md, "The log-sum-exp output"): both kernels take
+// `float* lse` last and write it when it is not null.
+extern "C" __constant__ int evo_lse[1] = {1};
+#endif
 #define EVO_COMBINE_ROWS 4
 #define EVO_COMBINE_THREADS (EVO_COMBINE_ROWS * 32)
 // A cluster merge declares no combine (rows and threads 0): the host launches none.
@@ -236,38 +233,7 @@ struct __align__(64) TensorMap {
 
 namespace evo {
 
-// ============================================================ 2. PTX wrappers
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
-// Waits until the phase with this parity has completed. A fresh barrier is in phase 0,
-// so waiting for parity 1 returns at once (the producer's first pass over the ring).
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
+// ============================================================ 2. TMA
 
 // One box of a 3-D tensor map (D, L, B*H) into shared memory; completes on `bar`.
 __device__ __forceinline__ void tma_load(uint32_t dst, const TensorMap* map, uint32_t bar, int col,
@@ -289,74 +255,8 @@ __device__ __forceinline__ void tma_store(const TensorMap* map, uint32_t src, in
       "r"(col), "r"(row), "r"(bh), "r"(src)
       : "memory");
 }
-__device__ __forceinline__ void bulk_commit() {
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-// Waits until this thread's bulk groups but the newest N have read their shared memory.
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool in_bounds) {
-  // src-size 0 zero-fills the 16 bytes without reading (rows past L).
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-               "r"(in_bounds ? 16 : 0)
-               : "memory");
-}
-
-// Generic-proxy writes (st.shared, cp.async) that wgmma reads next must be made
-// visible to the async proxy by the writing thread before it signals the barrier.
-__device__ __forceinline__ void fence_async_proxy() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-
-// Registers an in-flight wgmma reads or writes must not be touched (or reused) by the
-// compiler until the wait: this empty asm "redefines" them after wgmma_wait.
-__device__ __forceinline__ void keep(float& r) { asm volatile("" : "+f"(r)::"memory"); }
-__device__ __forceinline__ void keep(uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
-
-template <int N>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
-}
-
-__device__ __forceinline__ uint32_t pack(float lo, float hi) {
-#if EVO_BF16
-  elem2_t v = __floats2bfloat162_rn(lo, hi);
-#else
-  elem2_t v = __floats2half2_rn(lo, hi);
-#endif
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
 // ============================================================ 3. wgmma
-
-// A shared-memory matrix descriptor with the 128-byte swizzle: start address,
-// leading-byte offset and stride-byte offset, each in 16-byte units.
-//  K-major (Q, K): rows of 128 bytes, 8-row atoms 1024 bytes apart (SBO); LBO unused.
-//  MN-major (V read transposed): 64 N-elements per 128-byte row, 8 k-rows per atom,
-//  atoms along k 1024 bytes apart (SBO), the next 64 N-elements at LBO.
-__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
-         (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
-}
 
 // BEGIN generated by scripts/gen_wgmma.py
 // S = Q K^T: A and B from shared memory, both K-major (no transpose).

@@ -32,7 +32,11 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
                       const elem_t* __restrict__ K, const elem_t* __restrict__ V,
                       elem_t* __restrict__ O, float* __restrict__ ws_o,
                       float* __restrict__ ws_lse, int B, int H_in, int Lq_in, int Lk,
-                      int causal, float scale, int Hkv, int diag, int win_left, int win_right) {
+                      int causal, float scale, int Hkv, int diag, int win_left, int win_right
+#if EVO_LSE
+                      , float* __restrict__ lse
+#endif
+                      ) {
   using namespace evo;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
@@ -200,17 +204,13 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
         for (int j = 0; j < kD / 8; ++j)
           *reinterpret_cast<float2*>(out + 8 * j + 2 * quad) =
               make_float2(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
-        if (quad == 0) {
-#if EVO_EXP2
-          const float lse = f.m[i] * 0.6931471805599453f + logf(f.l[i]);
-#else
-          const float lse = f.m[i] + logf(f.l[i]);
-#endif
-          ws_lse[at] = f.l[i] > 0.0f ? lse : neg_inf();
-        }
+        if (quad == 0) ws_lse[at] = row_lse(f.m[i], f.l[i]);
       }
       return;
     }
+#if EVO_LSE
+    if (lse != nullptr) store_lse(lse + (size_t)w.bh * Lq, f, w.row_end, warp, lane);
+#endif
     if (kDirectO) {
       // From the registers, without shared memory. Lane q of a quad holds columns
       // 8j + 2q, +1 of its rows for every 8-column group j; a 4 x 4 transpose inside the
@@ -227,7 +227,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
           uint32_t a[4];
 #pragma unroll
           for (int jj = 0; jj < 4; ++jj)
-            a[jj] = pack(o[4 * (4 * g + jj) + 2 * i] * inv, o[4 * (4 * g + jj) + 2 * i + 1] * inv);
+            a[jj] = pack2(o[4 * (4 * g + jj) + 2 * i] * inv, o[4 * (4 * g + jj) + 2 * i + 1] * inv);
           // Partner q ^ 2: keep groups 2 hb, 2 hb + 1, take the partner's of those.
           const uint32_t k0 = hb ? a[2] : a[0], k1 = hb ? a[3] : a[1];
           const uint32_t r0 = __shfl_xor_sync(0xffffffff, hb ? a[0] : a[2], 2);
@@ -266,7 +266,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
         const int col = 8 * j + 2 * quad;
         const uint32_t at = o_wg + (col / 64) * kBM * kRowBytes + lr * kRowBytes +
                             ((((col % 64) / 8) ^ (lr % 8)) * 16) + (col % 8) * 2;
-        const uint32_t v = pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+        const uint32_t v = pack2(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
         asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
       }
     }
@@ -615,7 +615,14 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1) EVO_CLUSTER_DIMS
               const int rr = c.wg_row0 + warp * 16 + lane / 4 + 8 * i;
               if (rr < w.row_end)
                 *reinterpret_cast<uint32_t*>(O + ((size_t)w.bh * Lq + rr) * kD + 8 * j +
-                                             2 * quad) = pack(a, b);
+                                             2 * quad) = pack2(a, b);
+            },
+            [&](const float(&m)[2], const float(&l)[2]) {  // rank 0's rows
+#if EVO_LSE
+              if (lse != nullptr)
+                store_lse(lse + (size_t)w.bh * Lq, {c.wg_row0, {m[0], m[1]}, {l[0], l[1]}},
+                          w.row_end, warp, lane);
+#endif
             });
         ++merges;
       }

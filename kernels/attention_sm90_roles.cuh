@@ -101,11 +101,37 @@ struct Work {
 // A finished tile's rows and softmax statistics: what its epilogue reads (chained,
 // the consumer has moved on to the next tile by then).
 // The thread's rows follow from the warpgroup's first one; m is read by a split's
-// epilogue only.
+// epilogue and for the lse only.
 struct Finished {
   int wg_row0;
   float m[2], l[2];
 };
+
+// The natural-log lse of a row from its maximum m (score units: log2 ones with EVO_EXP2)
+// and its sum l: what a split leaves in ws_lse, -inf for a row that saw no key (weight 0
+// in the combine).
+__device__ __forceinline__ float row_lse(float m, float l) {
+#if EVO_EXP2
+  const float lse = m * 0.6931471805599453f + logf(l);
+#else
+  const float lse = m + logf(l);
+#endif
+  return l > 0.0f ? lse : neg_inf();
+}
+
+// A finished tile's rows' lse into the forward's `lse` (evo_lse, kernels/ABI.md), at
+// `lse_bh` (its head's rows), by the first lane of each quad (l summed over the quad):
+// +inf for a row that saw no key (FlashAttention's convention). Rows from `row_end` on
+// are not the block's.
+__device__ __forceinline__ void store_lse(float* lse_bh, const Finished& f, int row_end, int warp,
+                                          int lane) {
+  if (lane % 4 != 0) return;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int rr = f.wg_row0 + warp * 16 + lane / 4 + 8 * i;
+    if (rr < row_end) lse_bh[rr] = f.l[i] > 0.0f ? row_lse(f.m[i], f.l[i]) : __int_as_float(0x7f800000);
+  }
+}
 
 // One consumer warpgroup's view of the tile: its rows, its lane, its running softmax.
 struct Consumer {
@@ -158,29 +184,15 @@ __device__ __forceinline__ void issue_pv(float (&o)[kDs / 2], uint32_t (&p)[kBN 
   wgmma_commit();
 }
 
+// The exponentials are kernels/mma.cuh's: ex2_approx (one MUFU.EX2) and, with
+// EVO_EXP_FMA, ex2_poly for every other column (2^x on the FMA pipe: the MUFU unit does
+// 16 exponentials per clock per SM, as many as the tensor cores need at D64; half of
+// them there runs beside).
 #if EVO_EXP2
-// One MUFU.EX2: exp2f without fast-math wraps it in denormal scaling, and flushing
-// p < 2^-126 to zero is harmless for softmax (ex2(-inf) = +0).
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-#define EVO_EXPF ex2
+#define EVO_EXPF ex2_approx
 #else
 #define EVO_EXPF expf
 #endif
-
-// 2^x on the FMA pipe (EVO_EXP_FMA): n = round(x) by the 1.5 * 2^23 trick, 2^(x - n)
-// by a degree-3 polynomial on [-0.5, 0.5] (relative error 1.8e-4, under P's 16-bit
-// rounding), n added to the exponent bits. The MUFU unit does 16 exponentials per
-// clock per SM, as many as the tensor cores need at D64; half of them here runs beside.
-__device__ __forceinline__ float ex2_fma(float x) {
-  const float t = x + 12582912.0f, f = x - (t - 12582912.0f);
-  const float p = fmaf(fmaf(fmaf(0.0546022821f, f, 0.2419248f), f, 0.6933166125f), f, 1.0f);
-  const float y = __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-  return x < -126.0f ? 0.0f : y;
-}
 
 // Masks the keys a row does not see (kernels/mask.cuh; only tiles that reach past Lk
 // or past one of the warpgroup's rows' first or last key need it); then the online
@@ -219,7 +231,7 @@ __device__ __forceinline__ void softmax(Consumer& c, float (&sc)[kBN / 2], int n
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float& x = sc[4 * j + 2 * i + e];
-        x = EVO_EXP_FMA && e == 1 ? ex2_fma(fmaf(x, c.score_scale, -m_use))
+        x = EVO_EXP_FMA && e == 1 ? ex2_poly(fmaf(x, c.score_scale, -m_use))
                                   : EVO_EXPF(fmaf(x, c.score_scale, -m_use));
         sum += x;
       }
@@ -244,7 +256,7 @@ __device__ __forceinline__ void to_p(const float (&sc)[kBN / 2], uint32_t (&p)[k
 #pragma unroll
   for (int kk = 0; kk < kBN / 16; ++kk)
 #pragma unroll
-    for (int r = 0; r < 4; ++r) p[kk][r] = pack(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+    for (int r = 0; r < 4; ++r) p[kk][r] = pack2(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
 }
 
 // Ping-pong (EVO_PINGPONG): the consumer warpgroups take turns issuing their GEMMs,

@@ -139,17 +139,19 @@ __device__ __forceinline__ float weight(float m, float m_max, bool exp2) {
 
 // Merges one consumer thread's partial O (value 4j + 2i + e: row i, column 8j + 2 quad
 // + e, unnormalised), m and l (this thread's columns' share) with the other CTAs' and
-// calls store(j, i, v0, v1) for the normalised values of its CTA's column groups.
+// calls store(j, i, v0, v1) for the normalised values of its CTA's column groups; the CTA
+// of rank 0 also calls lse(m, l) with its rows' merged maxima and sums (l summed over
+// the quad), for the forward's log-sum-exp (evo_lse).
 // `region` and `bar` are this warpgroup's exchange and mbarrier (this CTA's addresses),
 // `parity` the mbarrier's phase. The caller has waited on the cluster barrier once.
 //
 // A persistent CTA merges once per tile and alternates two exchanges: the other CTAs
 // send merge j + 2 into the exchange of merge j only after their own merge j + 1, which
 // needed this CTA's values of j + 1, which it sends after it has read those of j.
-template <int kD, int kS, bool kExp2, int kN, class Store>
+template <int kD, int kS, bool kExp2, int kN, class Store, class Lse>
 __device__ __forceinline__ void merge(const float (&o)[kN], const float (&m)[2], const float (&l)[2],
                                       unsigned region, unsigned bar, unsigned parity, int tid,
-                                      Store store) {
+                                      Store store, Lse lse) {
   using X = Exchange<kD, kS>;
   static_assert(kN * 2 >= kD, "O has fewer columns than the head dim");
   const int r = (int)rank();
@@ -200,6 +202,7 @@ __device__ __forceinline__ void merge(const float (&o)[kN], const float (&m)[2],
     sum[i] += __shfl_xor_sync(0xffffffff, sum[i], 2);
     inv[i] = sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
   }
+  if (r == 0) lse(mx, sum);
 #pragma unroll
   for (int j = 0; j < X::kGroups; ++j) {
     if (j / X::kJ != r) continue;

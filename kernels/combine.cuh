@@ -3,6 +3,10 @@
 //
 //   lse = log(sum_s exp(lse_s)),  O = sum_s exp(lse_s - lse) * o_s   (written as elem_t)
 //
+// In the lse twin (EVO_LSE = 1) with `lse` not null (evo_lse, kernels/ABI.md) the row's
+// lse is written there too, +inf for a row no split saw: the forward's log-sum-exp of a
+// split kernel comes from here.
+//
 // One warp per row, EVO_COMBINE_ROWS rows per block, grid (ceil(Lq / rows), B*H).
 // Lane s reads split s's lse (EVO_SPLIT_KV <= 32), so the weights take one load per
 // lane and two warp reductions; the splits' o rows are then read by a fully unrolled
@@ -14,7 +18,11 @@ static_assert(EVO_SPLIT_KV >= 1 && EVO_SPLIT_KV <= 32,
 
 extern "C" __global__ void __launch_bounds__(EVO_COMBINE_THREADS)
     evo_attention_combine(const float* __restrict__ ws_o, const float* __restrict__ ws_lse,
-                          elem_t* __restrict__ O, int B, int H, int Lq, int splits) {
+                          elem_t* __restrict__ O, int B, int H, int Lq, int splits
+#if EVO_LSE
+                          , float* __restrict__ lse
+#endif
+                          ) {
   using namespace evo;
   constexpr int kSplits = EVO_SPLIT_KV;
   constexpr int kPairs = (kD + 63) / 64;  // float2 columns per lane: 2 lane + 64 k
@@ -26,17 +34,21 @@ extern "C" __global__ void __launch_bounds__(EVO_COMBINE_THREADS)
   const size_t r0 = (size_t)bh * Lq + row;
   const int n = min(splits, kSplits);
 
-  const float lse = lane < n ? ws_lse[lane * split_rows + r0] : neg_inf();
-  float mx = lse;
+  const float lse_s = lane < n ? ws_lse[lane * split_rows + r0] : neg_inf();
+  float mx = lse_s;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, o));
   // A row no split saw stays finite (weights 0, O 0), as a row with no key must.
   const float m_use = mx == neg_inf() ? 0.0f : mx;
-  float w = __expf(lse - m_use);  // 0 for -inf and for the lanes past the splits
+  float w = __expf(lse_s - m_use);  // 0 for -inf and for the lanes past the splits
   float wsum = w;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) wsum += __shfl_xor_sync(0xffffffff, wsum, o);
   w *= wsum > 0.0f ? 1.0f / wsum : 0.0f;
+#if EVO_LSE
+  if (lse != nullptr && lane == 0)
+    lse[r0] = wsum > 0.0f ? m_use + logf(wsum) : __int_as_float(0x7f800000);
+#endif
 
   float2 acc[kPairs];
 #pragma unroll

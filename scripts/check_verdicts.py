@@ -1,6 +1,11 @@
 """Compares `evo gate --json` rows of tests/kernels/*.cu with their .expected.toml.
 
 Usage: python3 scripts/check_verdicts.py GATE_JSON [KERNEL_DIR]
+GATE_JSON is a forward gate's rows (one per kernel x case) or a backward gate's records
+(one per kernel: its cases, timings and FAST failures; `evo gate` on .cu files that
+declare `evo_pass`), which are read as the same rows. The kernels judged are those of
+the pass (or passes) the file holds: a forward run does not judge tests/kernels/bwd_*.cu
+and a backward run judges nothing else.
 A kernel's GREEN verdict is `fail` when any case row failed (a FAST verification failure
 is FAST's); its FAST verdict is `fail` when a row names FAST verification, `pass` when it
 was timed and nothing failed. Where the file gives `min_time_vs_twin` (with `twin`, the
@@ -14,6 +19,7 @@ Prints one line per kernel; exit status 1 on any mismatch.
 """
 import json
 import pathlib
+import re
 import sys
 import tomllib
 
@@ -24,14 +30,66 @@ try:
 except (OSError, ValueError) as e:
     sys.exit(f"check_verdicts.py: {sys.argv[1]}: cannot read the rows ({e}); give the file "
              "`evo gate --source ... --json FILE` wrote")
+
+
+def is_backward_record(r):
+    return isinstance(r, dict) and isinstance(r.get("kernel"), str) and "cases" in r
+
+
 if not isinstance(rows, list) or not all(
-    isinstance(r, dict) and isinstance(r.get("kernel"), str) and "verdict" in r for r in rows
+    is_backward_record(r)
+    or (isinstance(r, dict) and isinstance(r.get("kernel"), str) and "verdict" in r)
+    for r in rows
 ):
     sys.exit(f"check_verdicts.py: {sys.argv[1]}: not a list of rows with `kernel` and "
-             "`verdict`; give the file `evo gate --source ... --json FILE` wrote")
+             "`verdict` (forward) or `kernel` and `cases` (backward); give the file "
+             "`evo gate --source ... --json FILE` wrote")
+
+
+def backward_rows(record):
+    """A backward record as the forward's rows: one per case, compile error, timing and
+    FAST failure (named "FAST verification", as the forward's FAST rows are)."""
+    kernel = record["kernel"]
+    out = []
+    for case in record["cases"]:
+        if case.get("skipped"):
+            out.append({"kernel": kernel, "verdict": "skipped", "reason": case["skipped"]})
+        elif case.get("failures"):
+            out.append({"kernel": kernel, "verdict": "fail",
+                        "reason": f"{case['case']}: " + "; ".join(case["failures"])})
+        else:
+            out.append({"kernel": kernel, "verdict": "pass", "reason": None})
+    for e in record.get("compile_errors") or []:
+        out.append({"kernel": kernel, "verdict": "compile_failed", "reason": e})
+    for t in record.get("timings") or []:
+        out.append({"kernel": kernel, "verdict": "timed", "reason": None,
+                    "median_us": t["warm"]["median_us"]})
+    for f in record.get("fast_failures") or []:
+        out.append({"kernel": kernel, "verdict": "fail", "reason": f"FAST verification: {f}"})
+    return out
+
+
+passes = {"backward" if is_backward_record(r) else "forward" for r in rows} or {
+    "forward", "backward"}
+rows = [x for r in rows for x in (backward_rows(r) if is_backward_record(r) else [r])]
 kernel_dir = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else "tests/kernels")
 if not kernel_dir.is_dir():
     sys.exit(f"check_verdicts.py: {kernel_dir} is not a folder; give the kernels' folder")
+def pass_of(cu):
+    """`backward` for a file that declares `evo_pass` (outside a `//` comment), as `evo
+    gate` tells them apart; `forward` otherwise."""
+    for line in cu.read_text(errors="replace").splitlines():
+        code = line.split("//", 1)[0]
+        if "__constant__" in code and re.search(r"\bevo_pass\b", code):
+            return "backward"
+    return "forward"
+
+
+def judged(name):
+    cu = kernel_dir / f"{name}.cu"
+    return not cu.is_file() or pass_of(cu) in passes
+
+
 def median_on_seed_shape(kernel_rows):
     timed = [r for r in kernel_rows if r["verdict"] == "timed"]
     return timed[0]["median_us"] if timed else None
@@ -46,6 +104,7 @@ def median_of(name):
 # is part of adding it), and each expected-verdict file, with or without rows.
 names = {p.name.removesuffix(".expected.toml") for p in kernel_dir.glob("*.expected.toml")}
 names |= {p.stem for p in kernel_dir.glob("*.cu")}
+names = {n for n in names if judged(n)}
 names |= {pathlib.PurePath(r["kernel"]).stem for r in rows if r["kernel"].endswith(".cu")}
 bad = 0
 for name in sorted(names):

@@ -53,7 +53,12 @@ for phase in "${phases[@]}"; do
     ;;
   adversarial)
     srcs=()
-    for f in tests/kernels/*.cu; do srcs+=(--source "$f"); done
+    # The forward's kernels only: the backward ones (bwd_*.cu) go through the backward
+    # gate in a run of their own (experiments/2026-11-26-h100-bwd-gate/run-g2.sh).
+    for f in tests/kernels/*.cu; do
+        [[ $(basename "$f") == bwd_* ]] && continue
+        srcs+=(--source "$f")
+    done
     # No --seed: a fresh one, as `evo gate` draws it (fixed_draw_only.cu passes at 2026).
     run adversarial "$evo" gate "${srcs[@]}" --suite default --time seed \
       --json "$results/adversarial/adversarial.json"

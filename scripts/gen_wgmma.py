@@ -26,13 +26,15 @@ def outputs(n_regs):
     return ", ".join(f'"+f"(d[{i}])' for i in range(n_regs))
 
 
-def ss(n):
+def ss(n, name="wgmma_ss", flags="0, 0"):
+    """The specialisation `name<n>` with A and B from shared memory; `flags` are the
+    transpose bits of A and B (0, 0: both K-major; the backward's wgmma_ss_t is 1, 1)."""
     r = n // 2
-    return f"""template <> __device__ __forceinline__ void wgmma_ss<{n}>(float (&d)[{r}], uint64_t a, uint64_t b, int acc) {{
+    return f"""template <> __device__ __forceinline__ void {name}<{n}>(float (&d)[{r}], uint64_t a, uint64_t b, int acc) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{r + 2}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k16.f32." EVO_WG_TYPE "." EVO_WG_TYPE " "
-      "{{{regs(r, 0)}}}, %{r}, %{r + 1}, p, 1, 1, 0, 0;\\n}}\\n"
+      "{{{regs(r, 0)}}}, %{r}, %{r + 1}, p, 1, 1, {flags};\\n}}\\n"
       : {outputs(r)}
       : "l"(a), "l"(b), "r"(acc));
 }}

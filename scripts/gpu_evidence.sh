@@ -53,7 +53,12 @@ for phase in "$@"; do
     ;;
   adversarial)
     srcs=()
-    for f in tests/kernels/*.cu; do srcs+=(--source "$f"); done
+    # The forward's kernels only: the backward ones (bwd_*.cu) go through the backward
+    # gate in a run of their own (experiments/2026-11-26-h100-bwd-gate/run-g2.sh).
+    for f in tests/kernels/*.cu; do
+        [[ $(basename "$f") == bwd_* ]] && continue
+        srcs+=(--source "$f")
+    done
     run adversarial "$evo" gate "${srcs[@]}" --suite default --time none --seed 2026 \
       --json "$results/adversarial/adversarial.json"
     ;;

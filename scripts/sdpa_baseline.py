@@ -448,6 +448,18 @@ def flex_setup(p):
     return compiled, block_mask
 
 
+def cuda_device():
+    """The name of CUDA device 0. Without torch or a CUDA device it exits with status 3,
+    which the callers of this baseline and of the backward's read as "no GPU here"."""
+    if torch is None:
+        print("torch is not importable", file=sys.stderr)
+        sys.exit(3)
+    if not torch.cuda.is_available():
+        print("torch sees no CUDA device", file=sys.stderr)
+        sys.exit(3)
+    return torch.cuda.get_device_name(0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", required=True, help="JSON list of evo Problem objects")
@@ -458,13 +470,7 @@ def main():
     ap.add_argument("--no-timing", action="store_true", help="errors only (calibration)")
     ap.add_argument("--cold-l2", action="store_true", help="also time single calls on a cold L2")
     args = ap.parse_args()
-    if torch is None:
-        print("torch is not importable", file=sys.stderr)
-        sys.exit(3)
-    if not torch.cuda.is_available():
-        print("torch sees no CUDA device", file=sys.stderr)
-        sys.exit(3)
-    device = torch.cuda.get_device_name(0)
+    device = cuda_device()
     names = args.backends.split(",")
     results = []
     flex_note = False

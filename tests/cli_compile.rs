@@ -93,7 +93,10 @@ fn compile_defines_need_no_toolchain() {
     let text = stdout(&out);
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 21, "{text}");
+    // 20 genes' macros, the shared-memory plan, and EVO_LSE=0: a genome compiles without
+    // the log-sum-exp output (its twin for training is built with EVO_LSE=1).
+    assert_eq!(lines.len(), 22, "{text}");
+    assert_eq!(lines.last(), Some(&"-DEVO_LSE=0"), "{text}");
     assert_eq!(lines[0], "-DEVO_HEAD_DIM=128");
     assert_eq!(lines[1], "-DEVO_BF16=1");
     assert!(lines.contains(&"-DEVO_QK_MATH=1"), "{text}");

@@ -3,6 +3,8 @@
 //! GPU machine the same calls run the gates and must pass).
 
 use crate::util::{evo, repo_root, stderr, stdout};
+use std::path::Path;
+use std::process::{Command, Output};
 
 #[test]
 fn gate_without_kernels_says_what_to_pass() {
@@ -28,6 +30,44 @@ fn gate_names_a_missing_source_file() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Backward kernels (genomes of a backward family, `.cu` files that declare `evo_pass`)
+/// go to the backward gate; a list that mixes them with forward ones is refused before
+/// any GPU work, naming one of each.
+#[test]
+fn gate_refuses_to_mix_backward_and_forward_kernels() {
+    for args in [
+        &[
+            "gate",
+            "--source",
+            "tests/kernels/bwd_naive.cu",
+            "--source",
+            "tests/kernels/naive.cu",
+        ][..],
+        &[
+            "gate",
+            "genomes/v6a.toml",
+            "--source",
+            "tests/kernels/bwd_naive.cu",
+        ][..],
+        &[
+            "gate",
+            "genomes/fa2-bwd.toml",
+            "--source",
+            "tests/kernels/naive.cu",
+        ][..],
+    ] {
+        let out = evo(args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let e = stderr(&out);
+        assert!(
+            e.contains("1 of the 2 kernels are backward")
+                && e.contains("gate the backward and the forward kernels in separate runs"),
+            "{e}"
+        );
+        assert!(!e.contains("no CUDA device"), "refused before the GPU: {e}");
+    }
 }
 
 #[test]
@@ -112,6 +152,19 @@ fn gate_gpus_and_shard_arguments_are_checked_first() {
     }
 }
 
+/// scripts/check_verdicts.py's run on `records` (as `evo gate --json` writes them, to
+/// gate.json in `dir`) with `dir` as the folder of the kernels' `.expected.toml` files.
+fn check_verdicts(dir: &Path, records: &[serde_json::Value]) -> Output {
+    let json = dir.join("gate.json");
+    std::fs::write(&json, serde_json::to_string(records).unwrap()).unwrap();
+    Command::new("python3")
+        .arg(repo_root().join("scripts/check_verdicts.py"))
+        .arg(&json)
+        .arg(dir)
+        .output()
+        .expect("python3 runs")
+}
+
 /// scripts/check_verdicts.py on rows written the way `evo gate --json` writes them: the
 /// verdicts, and a kernel verified by FAST but faster than its honest twin is BAD.
 #[test]
@@ -149,14 +202,7 @@ fn check_verdicts_judges_verdicts_and_a_kernel_faster_than_its_twin() {
                 None,
             ),
         ];
-        let json = dir.path().join("gate.json");
-        std::fs::write(&json, serde_json::to_string(&rows).unwrap()).unwrap();
-        std::process::Command::new("python3")
-            .arg(repo_root().join("scripts/check_verdicts.py"))
-            .arg(&json)
-            .arg(dir.path())
-            .output()
-            .expect("python3 runs")
+        check_verdicts(dir.path(), &rows)
     };
     let honest = run(690.0);
     let text = stdout(&honest);
@@ -176,6 +222,72 @@ fn check_verdicts_judges_verdicts_and_a_kernel_faster_than_its_twin() {
     assert!(text.contains("BAD  memo_content"), "{text}");
     assert!(
         text.contains("0.02x memo_content_twin.cu's time (at least 0.8)"),
+        "{text}"
+    );
+}
+
+/// scripts/check_verdicts.py on the backward gate's records (`evo gate --json` on `.cu`
+/// files that declare `evo_pass`): GREEN failures by case, FAST failures by name, and
+/// only the backward kernels judged (a forward kernel beside them is not BAD for want
+/// of rows).
+#[test]
+fn check_verdicts_judges_the_backward_gates_records() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["bwd_naive", "bwd_memo_pointer", "bwd_no_dpsum", "naive"] {
+        for ext in ["cu", "expected.toml"] {
+            let file = format!("{name}.{ext}");
+            std::fs::copy(
+                repo_root().join("tests/kernels").join(&file),
+                dir.path().join(&file),
+            )
+            .unwrap();
+        }
+    }
+    let record = |kernel: &str, failures: &[&str], timed: bool, fast: &[&str]| {
+        serde_json::json!({
+            "kernel": format!("tests/kernels/{kernel}.cu"),
+            "passed": failures.is_empty() && fast.is_empty(),
+            "cases": [{"case": "B1 H8 L512 D64 f16", "skipped": null, "failures": failures}],
+            "timings": if timed { serde_json::json!([{"warm": {"median_us": 900.0}}]) }
+                       else { serde_json::json!([]) },
+            "fast_failures": fast,
+            "compile_errors": [],
+        })
+    };
+    let run = |memo_fast: &[&str]| {
+        let records = vec![
+            record("bwd_naive", &[], true, &[]),
+            record("bwd_memo_pointer", &[], memo_fast.is_empty(), memo_fast),
+            record(
+                "bwd_no_dpsum",
+                &["launch 0: dQ: relative Frobenius error 5.1e-1 > 1.5e-3"],
+                false,
+                &[],
+            ),
+        ];
+        check_verdicts(dir.path(), &records)
+    };
+    let right = run(&["FAST on B1 H8 L512 D64 f16: x failed the check of timed call 1"]);
+    let text = stdout(&right);
+    assert!(right.status.success(), "{text}{}", stderr(&right));
+    assert!(
+        text.contains("ok   bwd_naive: got pass, FAST pass"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ok   bwd_memo_pointer: got pass, FAST fail"),
+        "{text}"
+    );
+    assert!(text.contains("ok   bwd_no_dpsum: got fail"), "{text}");
+    assert!(
+        !text.contains(" naive:"),
+        "a forward kernel is not judged: {text}"
+    );
+    let missed = run(&[]);
+    let text = stdout(&missed);
+    assert_eq!(missed.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("BAD  bwd_memo_pointer: got pass, FAST pass"),
         "{text}"
     );
 }

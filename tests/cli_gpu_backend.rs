@@ -293,3 +293,36 @@ fn objective_flags_are_checked_before_any_gpu_is_needed() {
         stderr(&other)
     );
 }
+
+/// A backward search without a GPU: the recorded landscape is of forward kernels, so
+/// replay cannot answer it, and the message says what would.
+#[test]
+fn a_backward_search_is_not_replayed_on_a_forward_landscape() {
+    if has_nvidia_driver() {
+        eprintln!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("bwd");
+    let out = evo(
+        &[
+            "evolve",
+            "--pass",
+            "backward",
+            "--budget",
+            "5",
+            "--experiment",
+            exp.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("a landscape of forward kernels; this is a backward search"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // A failed start leaves no folder behind.
+    assert!(!exp.exists(), "{}", exp.display());
+}

@@ -95,6 +95,10 @@ print(lib.version())
 print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 64), _lib.DTYPE_F16, False, None))
 print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 96), _lib.DTYPE_F16, False, None))
 print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 80), _lib.DTYPE_F16, False, None), lib.last_error())
+# The gradient calls: D256 has no backward kernel (EVO_ERROR_UNSUPPORTED, 2) whatever the
+# pointers, before any GPU is needed.
+print(lib.has_backward)
+print(lib.backward(16, 32, 48, 64, 80, 96, 112, 128, 144, (1, 8, 512, 512, 256), 8, _lib.DTYPE_BF16, True, None), lib.last_error())
 "#;
 
 #[test]
@@ -153,6 +157,19 @@ fn export_writes_a_package_the_runtime_and_python_read() {
             );
             assert!(ptx.contains(".entry evo_attention_fwd"), "{}", k.ptx);
             assert!(ptx.contains("evo_geometry"), "{}", k.ptx);
+            // The plain kernel has no lse output: its speed is the champion's.
+            assert!(!ptx.contains("evo_lse"), "{}: declares evo_lse", k.ptx);
+        }
+        // Its lse twins, one per dtype: the same genome with EVO_LSE = 1.
+        let dtypes = |ks: &[evo_runtime::export::KernelEntry]| -> Vec<_> {
+            ks.iter().map(|k| (k.dtype, k.arch.clone())).collect()
+        };
+        assert_eq!(dtypes(&entry.lse_kernels), dtypes(&entry.kernels));
+        for k in &entry.lse_kernels {
+            assert!(k.ptx.ends_with(".lse.ptx"), "{}", k.ptx);
+            let ptx = std::fs::read_to_string(out.join(&k.ptx)).unwrap();
+            assert!(ptx.contains(".b8 evo_lse[4] = {1};"), "{}", k.ptx);
+            assert!(ptx.contains(".entry evo_attention_fwd"), "{}", k.ptx);
         }
     }
     assert_eq!(
@@ -160,12 +177,36 @@ fn export_writes_a_package_the_runtime_and_python_read() {
         std::fs::read_to_string(repo_root().join(CHAMPIONS).join(DISPATCH_FILE)).unwrap()
     );
 
+    // The backward: one entry per [[backward]] entry of the table, its genome's id, a
+    // module of the backward ABI per dtype (plain sm_90: mma.sync only).
+    assert!(
+        !table.backward.is_empty(),
+        "the recorded table has backward entries"
+    );
+    assert_eq!(manifest.backward.len(), table.backward.len());
+    for (entry, b) in manifest.backward.iter().zip(&table.backward) {
+        assert_eq!((entry.head_dim, entry.dtype), (b.head_dim, b.dtype));
+        assert_eq!(entry.origin, b.origin);
+        let genome = GenomeFile::load(&repo_root().join(CHAMPIONS).join(&b.genome)).unwrap();
+        assert_eq!(entry.genome_id, genome.genes.id().to_string());
+        assert_eq!(entry.kernels.len(), 2, "D{}: f16 and bf16", b.head_dim);
+        for k in &entry.kernels {
+            assert_eq!(k.arch, "sm_90");
+            let ptx = std::fs::read_to_string(out.join(&k.ptx)).unwrap();
+            for symbol in [".entry evo_attention_bwd(", "evo_bwd_geometry", "evo_pass"] {
+                assert!(ptx.contains(symbol), "{}: no {symbol}", k.ptx);
+            }
+        }
+    }
+
     // The header: the C ABI's prototype.
     let header = std::fs::read_to_string(out.join("include/evo.h")).unwrap();
     assert!(
         header.contains(
             "int evo_attention_forward(const void* q, const void* k, const void* v, void* o,"
-        ) && header.contains("const char* evo_last_error(void);"),
+        ) && header.contains("const char* evo_last_error(void);")
+            && header.contains("int evo_attention_forward_lse(")
+            && header.contains("int evo_attention_backward("),
         "{header}"
     );
 
@@ -214,6 +255,11 @@ fn export_writes_a_package_the_runtime_and_python_read() {
     assert_eq!(lines[2], lines[1], "{lines:?}");
     assert!(
         lines[3].starts_with("2 ") && lines[3].contains("D=80 has no champion"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[4], "True", "the library exports the gradient calls");
+    assert!(
+        lines[5].starts_with("2 ") && lines[5].contains("no backward kernel for head dim 256"),
         "{lines:?}"
     );
 }

@@ -1,8 +1,8 @@
 //! The scripts the README shows, run on the CPU: export_check.py's own checks (its plan
 //! of every class, its verdicts on canned timings, its refusals), check_verdicts.py on
 //! a kernel with no expected verdict, landscape_summary.py on the recorded landscape,
-//! bench_best.py on the recorded bench and worker_gaps.py on a worker log. Their GPU
-//! halves run in `just gpu-test`.
+//! bench_best.py on the recorded bench, worker_gaps.py on a worker log and the SDPA
+//! backward baseline's own checks. Their GPU halves run in `just gpu-test`.
 
 use crate::util::{repo_root, stderr, stdout};
 use std::process::{Command, Output};
@@ -16,17 +16,30 @@ fn python(args: &[&str]) -> Output {
         .expect("python3 runs")
 }
 
-/// scripts/test_export_check.py: every class of the recorded table on its own problem
-/// and champion, the bench figures, the speed verdict and the report on canned timings.
-#[test]
-fn export_check_runs_every_class_on_its_problem_and_judges_honestly() {
-    let o = python(&["scripts/test_export_check.py"]);
+/// Runs a script's own checks (scripts/test_*.py), which print "ok" last when all pass.
+fn assert_script_passes(script: &str) {
+    let o = python(&[script]);
     assert!(
         o.status.success() && stdout(&o).trim_end().ends_with("ok"),
         "{}{}",
         stdout(&o),
         stderr(&o)
     );
+}
+
+/// scripts/test_export_check.py: every class of the recorded table on its own problem
+/// and champion, the bench figures, the speed verdict and the report on canned timings.
+#[test]
+fn export_check_runs_every_class_on_its_problem_and_judges_honestly() {
+    assert_script_passes("scripts/test_export_check.py");
+}
+
+/// scripts/test_sdpa_backward_baseline.py: the backward baseline's options (those
+/// `evo bench` passes), its 2.5x FLOP count, input sets, refusal of masks is_causal cannot
+/// state, the binding of op arguments by schema name and a row's JSON keys; no torch.
+#[test]
+fn sdpa_backward_baseline_checks_pass_without_torch() {
+    assert_script_passes("scripts/test_sdpa_backward_baseline.py");
 }
 
 /// A kernel in the folder, or named by the rows, with no expected-verdict file is BAD:

@@ -32,6 +32,9 @@ mod gpu_export;
 // `evo snapshot` on a GPU: record, check identical, catch a moved value (opt-in: --features gpu).
 #[cfg(feature = "gpu")]
 mod gpu_snapshot;
+// The backward through the export on a GPU: evo's gradients against torch SDPA's (opt-in: --features gpu).
+#[cfg(feature = "gpu")]
+mod gpu_backward;
 // The scripts the README shows, on the CPU: export_check.py, check_verdicts.py, landscape_summary.py, bench_best.py, worker_gaps.py.
 mod scripts;
 // The README against the repository and the binary: every path it names exists, its replay figures are what evo prints.

@@ -482,6 +482,7 @@ mod tests {
                 genome_id: None,
                 baselines: Vec::new(),
             }],
+            backward: Vec::new(),
         };
         let champion = format!("champion {name}");
         let id = Some("01160e73198fb10d");

@@ -267,6 +267,7 @@ pub fn run(args: ChampionsArgs) -> anyhow::Result<()> {
         let t = DispatchTable {
             device: device.clone(),
             classes: Vec::new(),
+            backward: Vec::new(),
         };
         (t, Vec::new())
     };

@@ -47,6 +47,11 @@ pub struct EvolveArgs {
     /// Search strategy [default: evolutionary].
     #[arg(long, value_parser = ["evolutionary", "random", "exhaustive"])]
     pub strategy: Option<String>,
+    /// The pass the kernels compute: `forward` (the default) or `backward` (dQ, dK, dV;
+    /// the seeds are the backward genomes of --genomes, and GREEN and FAST are the
+    /// backward's). On resume, the recorded pass.
+    #[arg(long, value_parser = ["forward", "backward"])]
+    pub pass: Option<String>,
     /// Stop after this many evaluations (cache hits included) [default: 200]. On resume,
     /// the new total: it may only grow.
     #[arg(long, conflicts_with = "minutes", value_parser = numbers::evaluations)]
@@ -246,13 +251,24 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         .seeds
         .iter()
         .map(|name| {
-            genomes.get(name).cloned().with_context(|| {
+            let file = genomes.get(name).cloned().with_context(|| {
                 format!(
                     "{}: seed `{name}` is not in {}",
                     dir.join(EXPERIMENT_FILE).display(),
                     args.genomes.display()
                 )
-            })
+            })?;
+            if file.genes.pass() != space.pass() {
+                bail!(
+                    "{}: seed `{name}` is a {} kernel ({}), and this is a {} search; remove it \
+                     from `seeds`",
+                    dir.join(EXPERIMENT_FILE).display(),
+                    file.genes.pass(),
+                    file.genes.family,
+                    space.pass()
+                );
+            }
+            Ok(file)
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let lineage_path = dir.join("lineage.json");

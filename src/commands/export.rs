@@ -1,5 +1,8 @@
 //! `evo export OUT --champions DIR`: a champions folder as a package users can call
 //! without evo: each champion compiled per dtype (PTX always, a CUBIN with `--cubin`),
+//! twice: the plain kernels and the lse twins (`EVO_LSE` = 1) that the calls asking for
+//! the forward's log-sum-exp run (kernels/ABI.md, "The log-sum-exp output"),
+//! and the backward genome of each head dim the table's `[[backward]]` entries name,
 //! the dispatch table, `manifest.json`, the C header, the runtime's shared library when
 //! it has been built, and the Python module (the layout is in
 //! crates/runtime/src/export.rs, whose types are the manifest's).
@@ -7,13 +10,13 @@
 //! Compiling needs NVRTC but no GPU, so CI exports the recorded champions.
 
 use anyhow::{bail, Context};
-use evo_codegen::{compile_many, Toolchain};
+use evo_codegen::{compile_builds, Build, Toolchain};
 use evo_gates::Tolerance;
 use evo_genome::dispatch::DISPATCH_FILE;
 use evo_genome::{Dtype, Family, Target};
 use evo_runtime::export::{
-    ChampionEntry, KernelEntry, Manifest, ToleranceEntry, MANIFEST_FILE, MANIFEST_FORMAT,
-    PYTHON_MODULE,
+    BackwardChampionEntry, ChampionEntry, KernelEntry, Manifest, ToleranceEntry, MANIFEST_FILE,
+    MANIFEST_FORMAT, PYTHON_MODULE,
 };
 use std::path::{Path, PathBuf};
 
@@ -254,6 +257,28 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         }
         genomes.push((class, p, file));
     }
+    let backward_files = table.load_backward(&args.champions, &table_path)?;
+    let mut backward = Vec::new();
+    for (entry, file) in table.backward.iter().zip(backward_files) {
+        let head_dim = evo_genome::HeadDim::try_from(entry.head_dim)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", table_path.display()))?;
+        let violations = file.genes.violations(head_dim, target);
+        if !violations.is_empty() {
+            bail!(
+                "{}: the backward genome of D{} cannot be built for {}: {}",
+                args.champions.join(&entry.genome).display(),
+                entry.head_dim,
+                args.arch,
+                violations
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+        let dtypes: Vec<Dtype> = entry.serves().into_iter().map(|(_, d)| d).collect();
+        backward.push((entry, head_dim, file, dtypes));
+    }
     let lib_source = args.lib.clone().or_else(default_library);
     if let Some(path) = lib_source.as_ref().filter(|p| !p.is_file()) {
         bail!(
@@ -262,16 +287,27 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         );
     }
     let tc = Toolchain::discover()?;
+    // Per champion and dtype: the plain kernel, then its lse twin.
     let jobs: Vec<_> = genomes
         .iter()
-        .flat_map(|(_, p, file)| Dtype::ALL.map(|d| (file.genes, p.head_dim, d, target)))
+        .flat_map(|(_, p, file)| {
+            Dtype::ALL.into_iter().flat_map(move |d| {
+                [Build::Plain, Build::LseTwin].map(|b| (file.genes, p.head_dim, d, target, b))
+            })
+        })
+        .chain(backward.iter().flat_map(|(_, head_dim, file, dtypes)| {
+            dtypes
+                .iter()
+                .map(|&d| (file.genes, *head_dim, d, target, Build::Plain))
+        }))
         .collect();
     let start = std::time::Instant::now();
-    let mut compiled = compile_many(&tc, &jobs).into_iter();
+    let mut compiled = compile_builds(&tc, &jobs).into_iter();
     eprintln!(
-        "compiled {} kernels ({} champions x f16, bf16) for {} in {:.1} s with NVRTC {}.{}",
+        "compiled {} kernels ({} champions x f16, bf16 x plain, lse twin; {} backward) for {} in {:.1} s with NVRTC {}.{}",
         jobs.len(),
         genomes.len(),
+        backward.len(),
         args.arch,
         start.elapsed().as_secs_f64(),
         tc.nvrtc_version.0,
@@ -282,31 +318,40 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let mut champions = Vec::new();
     for (class, p, file) in &genomes {
         let arch = match file.genes.family {
-            Family::Hopper => format!("{}a", target.arch()),
-            Family::Ampere => target.arch().to_string(),
+            Family::Hopper | Family::HopperBwd => format!("{}a", target.arch()),
+            Family::Ampere | Family::AmpereBwd => target.arch().to_string(),
         };
-        let mut kernels = Vec::new();
+        let (mut kernels, mut lse_kernels) = (Vec::new(), Vec::new());
         for dtype in Dtype::ALL {
-            let c = compiled
-                .next()
-                .expect("one result per job")
-                .with_context(|| format!("champion `{}` ({dtype})", class.name))?;
-            let stem = format!("kernels/{}", KernelEntry::file_stem(&class.name, dtype));
-            let ptx = format!("{stem}.ptx");
-            write(&out.join(&ptx), &c.ptx)?;
-            let cubin = if args.cubin {
-                let path = format!("{stem}.cubin");
-                write(&out.join(&path), &c.cubin)?;
-                Some(path)
-            } else {
-                None
-            };
-            kernels.push(KernelEntry {
-                dtype,
-                arch: arch.clone(),
-                ptx,
-                cubin,
-            });
+            for (label, stem, into) in [
+                ("", KernelEntry::file_stem(&class.name, dtype), &mut kernels),
+                (
+                    ", lse twin",
+                    KernelEntry::lse_file_stem(&class.name, dtype),
+                    &mut lse_kernels,
+                ),
+            ] {
+                let c = compiled
+                    .next()
+                    .expect("one result per job")
+                    .with_context(|| format!("champion `{}` ({dtype}{label})", class.name))?;
+                let stem = format!("kernels/{stem}");
+                let ptx = format!("{stem}.ptx");
+                write(&out.join(&ptx), &c.ptx)?;
+                let cubin = if args.cubin {
+                    let path = format!("{stem}.cubin");
+                    write(&out.join(&path), &c.cubin)?;
+                    Some(path)
+                } else {
+                    None
+                };
+                into.push(KernelEntry {
+                    dtype,
+                    arch: arch.clone(),
+                    ptx,
+                    cubin,
+                });
+            }
         }
         champions.push(ChampionEntry {
             class: class.name.clone(),
@@ -326,11 +371,58 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
             bench: class.bench.clone(),
             experiment: class.experiment.clone(),
             kernels,
+            lse_kernels,
+        });
+    }
+    let mut backward_entries = Vec::new();
+    for (entry, head_dim, file, dtypes) in &backward {
+        let mut kernels = Vec::new();
+        for &dtype in dtypes {
+            let c = compiled
+                .next()
+                .expect("one result per job")
+                .with_context(|| format!("the backward of D{head_dim} ({dtype})"))?;
+            let stem = format!(
+                "kernels/{}",
+                BackwardChampionEntry::file_stem(head_dim.get(), dtype)
+            );
+            let ptx = format!("{stem}.ptx");
+            write(&out.join(&ptx), &c.ptx)?;
+            let cubin = if args.cubin {
+                let path = format!("{stem}.cubin");
+                write(&out.join(&path), &c.cubin)?;
+                Some(path)
+            } else {
+                None
+            };
+            kernels.push(KernelEntry {
+                dtype,
+                // The Hopper backward is sm_90a code, as the Hopper forward.
+                arch: match file.genes.family {
+                    Family::Hopper | Family::HopperBwd => format!("{}a", target.arch()),
+                    Family::Ampere | Family::AmpereBwd => target.arch().to_string(),
+                },
+                ptx,
+                cubin,
+            });
+        }
+        backward_entries.push(BackwardChampionEntry {
+            head_dim: head_dim.get(),
+            dtype: entry.dtype,
+            genome_file: entry.genome.clone(),
+            genome: file.name.clone(),
+            genome_id: file.genes.id().to_string(),
+            family: file.genes.family.label().to_string(),
+            origin: entry.origin.clone(),
+            kernels,
         });
     }
     let arch = if champions
         .iter()
         .any(|c| c.kernels.iter().any(|k| k.arch.ends_with('a')))
+        || backward_entries
+            .iter()
+            .any(|b| b.kernels.iter().any(|k| k.arch.ends_with('a')))
     {
         format!("{}a", target.arch())
     } else {
@@ -379,6 +471,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
                 }
             })
             .to_vec(),
+        backward: backward_entries,
     };
     let table_text = std::fs::read_to_string(&table_path)
         .with_context(|| format!("{}: cannot read", table_path.display()))?;
@@ -394,8 +487,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     staging.commit()?;
     let out = &args.out;
     println!(
-        "exported {} champions of {} ({} kernels, {}) to {}",
+        "exported {} champions and {} backward of {} ({} kernels, {}) to {}",
         manifest.champions.len(),
+        manifest.backward.len(),
         manifest.device,
         jobs.len(),
         if args.cubin { "PTX and CUBIN" } else { "PTX" },

@@ -12,14 +12,16 @@ use evo_gates::compile::{
 };
 use evo_gates::evaluate::time_and_recheck;
 use evo_gates::green::{run_green_cached, GreenCache, GreenOptions, GreenReport};
+use evo_gates::lse_twin::{compile_lse_twins, load_lse_twins};
 use evo_gates::report::{green_table, Row};
 use evo_gates::suite::{drawn_cases, load_suite, DRAWN_CASES};
 use evo_gates::{AttentionKernel, Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
-use evo_genome::{Dtype, Family, GenomeFile, Problem};
+use evo_genome::{Dtype, Family, GenomeFile, Pass, Problem};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod backward;
 mod shards;
 pub use shards::Shard;
 use shards::{parse_shard, positions, run_on_gpus};
@@ -35,7 +37,7 @@ pub struct GateArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub sample: usize,
     /// Draw the --sample genomes from one kernel family only.
-    #[arg(long, value_parser = ["ampere", "hopper"])]
+    #[arg(long, value_parser = ["ampere", "hopper", "ampere_bwd", "hopper_bwd"])]
     pub family: Option<String>,
     /// GREEN's fixed cases: `default`, `quick`, or a TOML file of your own `[[case]]`
     /// shapes. Shapes drawn from --seed are always added (see the report).
@@ -223,6 +225,8 @@ pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
     if sources.is_empty() && args.sample == 0 {
         bail!("nothing to gate: name genome files, --source FILE.cu, or --sample N");
     }
+    // A list that mixes the passes is refused before the GPU is opened.
+    backward::pass_of(&sources)?;
     // The suite is read before the GPU is opened: a typo is an error on any machine.
     let fixed = match GreenSuite::parse(&args.suite) {
         Some(suite) => suite.cases(),
@@ -238,6 +242,8 @@ pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
     evo_gates::compile::install_verifier(&tc, &device)?;
     let family = args.family.as_deref().map(|f| match f {
         "hopper" => Family::Hopper,
+        "ampere_bwd" => Family::AmpereBwd,
+        "hopper_bwd" => Family::HopperBwd,
         _ => Family::Ampere,
     });
     let sampled = sample_sources(args.sample, seed, target, family);
@@ -315,13 +321,29 @@ pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
             .expect("clap checked")
             .problems(Dtype::F16),
     };
+    if backward::pass_of(&sources)? == Pass::Backward {
+        return backward::run(
+            backward::BackwardRun {
+                device: &device,
+                tc: &tc,
+                target,
+                seed,
+                cases,
+                timed,
+                json: args.json.as_deref(),
+            },
+            &sources,
+        );
+    }
     let mut all_problems: Vec<Problem> = cases.iter().map(|c| c.problem).collect();
     all_problems.extend(&timed);
 
     let start = Instant::now();
     let built = compile_all(&tc, &sources, &variants_for(&all_problems), target);
+    // GREEN checks the forward's log-sum-exp on each genome's lse twin (EVO_LSE=1).
+    let twins = compile_lse_twins(&tc, &sources, &variants_for(&all_problems), target);
     eprintln!(
-        "compiled {} kernels x {} variants in {:.1} s ({}); GPU: {}",
+        "compiled {} kernels x {} variants and their lse twins in {:.1} s ({}); GPU: {}",
         sources.len(),
         variants_for(&all_problems).len(),
         start.elapsed().as_secs_f64(),
@@ -354,14 +376,19 @@ pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
         Duration::from_secs(args.step_timeout.max(1)),
     );
     let mut failed = Vec::new();
-    for ((source, variants), &place) in sources.iter().zip(&built).zip(&places) {
+    for (((source, variants), twins), &place) in sources.iter().zip(&built).zip(&twins).zip(&places)
+    {
         let position = format!("[{place}/{total}]");
         let kernel_start = Instant::now();
         let name = source.name();
         let id = source.genome().map(|g| g.id().to_string());
         let id = id.as_deref();
         let mut kernel_rows = Vec::new();
-        let mut family = match load_family(&device, name, variants) {
+        let loaded = load_family(&device, name, variants).and_then(|mut f| {
+            load_lse_twins(&device, &mut f, twins)?;
+            Ok(f)
+        });
+        let mut family = match loaded {
             Ok(f) => f,
             Err(e) => {
                 failed.push(format!("{name}: {e}"));

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 /// Count the valid kernels per device, family and head dimension.
 ///
+/// Every family is listed with its pass: a search is of one pass, forward or backward,
+/// and never proposes a family of the other.
+///
 /// A genome is valid when every rule of crates/genome/src/rules.rs holds (shared
 /// memory and register budgets, which math combinations exist, which device a family
 /// runs on). Each family is counted over the genes that shape its kernels (the others
@@ -21,21 +24,27 @@ pub struct SpaceArgs {
 
 /// Kernels of one family each rule excludes (a kernel breaking two rules counts for both).
 fn excluded_by_rule(family: Family, head_dim: HeadDim, target: Target) -> BTreeMap<Rule, u128> {
-    let applies = |g: &Gene| g.applies(family) && *g != Gene::Family;
-    let free: u128 = space::free_genes()
+    let free: u128 = space::free_genes_in(family)
         .iter()
-        .filter(|g| applies(g))
         .map(|g| g.allele_count() as u128)
         .product();
-    let structural: Vec<Gene> = space::STRUCTURAL.into_iter().filter(applies).collect();
+    let structural = space::structural_in(family);
     let base = Genome {
         family,
         ..Genome::baseline()
     };
     let mut counts = BTreeMap::new();
     for g in space::product(base, &structural) {
-        for v in rules::violations(&g, head_dim, target) {
-            *counts.entry(v.rule).or_insert(0) += free;
+        // A rule can fail twice in one genome (the backward's two kernels, the Hopper
+        // consumers' two register budgets): the kernel counts once for it.
+        let mut failed: Vec<Rule> = rules::violations(&g, head_dim, target)
+            .into_iter()
+            .map(|v| v.rule)
+            .collect();
+        failed.sort_unstable();
+        failed.dedup();
+        for rule in failed {
+            *counts.entry(rule).or_insert(0) += free;
         }
     }
     counts
@@ -72,14 +81,15 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
         }
         .genes();
         println!(
-            "  {family:<7} {} genes, {} kernels",
+            "  {family:<10} {} genes, {} kernels ({} pass)",
             genes.len() - 1,
-            thousands(space::family_size(family))
+            thousands(space::family_size(family)),
+            family.pass()
         );
     }
     println!();
     println!(
-        "{:<7} {:<7} {:>4} {:>13} {:>8}   rule excluding the most kernels",
+        "{:<7} {:<10} {:>4} {:>13} {:>8}   rule excluding the most kernels",
         "device", "family", "D", "valid", "share"
     );
     let mut top_rules = Vec::new();
@@ -104,7 +114,7 @@ pub fn run(args: SpaceArgs) -> anyhow::Result<()> {
                     None => "none".to_string(),
                 };
                 println!(
-                    "{:<7} {:<7} {:>4} {:>13} {:>7.2}%   {top_text}",
+                    "{:<7} {:<10} {:>4} {:>13} {:>7.2}%   {top_text}",
                     target.arch(),
                     family.label(),
                     head_dim.get(),

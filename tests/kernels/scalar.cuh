@@ -5,20 +5,8 @@
 // include path).
 
 #pragma once
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-#if EVO_BF16
-typedef __nv_bfloat16 elem_t;
-__device__ __forceinline__ float to_float(elem_t x) { return __bfloat162float(x); }
-__device__ __forceinline__ elem_t from_float(float x) { return __float2bfloat16(x); }
-#else
-typedef __half elem_t;
-__device__ __forceinline__ float to_float(elem_t x) { return __half2float(x); }
-__device__ __forceinline__ elem_t from_float(float x) { return __float2half(x); }
-#endif
-
-#define D EVO_HEAD_DIM
+// The element type, its conversions, D and the launch's last block.
+#include "common.cuh"
 
 // One query row, keys [0, visible), into o[0, D): fp32, the online softmax with its
 // running max; `off` is added to every output (0: right).
@@ -39,19 +27,6 @@ __device__ void attend_row(const elem_t* q, const elem_t* k, const elem_t* v, el
         for (int c = 0; c < D; ++c) acc[c] = acc[c] * corr + p * to_float(v[j * D + c]);
     }
     for (int c = 0; c < D; ++c) o[c] = from_float(acc[c] / l + off);
-}
-
-// True in one thread of the launch's last block to finish (every block has read the
-// launch's state by then, so that thread may update it for the next launch).
-__device__ unsigned int evo_blocks = 0;
-__device__ bool last_block_done() {
-    __syncthreads();
-    if (threadIdx.x != 0) return false;
-    __threadfence();
-    const unsigned int total = gridDim.x * gridDim.y;
-    if (atomicAdd(&evo_blocks, 1u) != total - 1) return false;
-    evo_blocks = 0;
-    return true;
 }
 
 // Bursts: a launch that starts within 20 µs of the last one's end belongs to its burst.

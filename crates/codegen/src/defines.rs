@@ -3,11 +3,12 @@
 //! The template (`kernels/attention.cu`) reads nothing but these integer macros,
 //! so a CUDA engineer can compile it by hand with the same list (`evo compile
 //! --emit defines` prints it). The order is fixed (the order of the genes, then
-//! the derived sizes) so that option lists, logs and snapshots are stable.
+//! the derived sizes, then the forward's build, `EVO_LSE`) so that option lists, logs
+//! and snapshots are stable.
 
 use evo_genome::{
-    Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad, Math, OStore, Overlap, Residence,
-    SmemLayout, Switch, WgSplit,
+    rules::hopper_bwd_block_n, DqMode, Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad,
+    Math, OStore, Overlap, Residence, SmemLayout, SmemPlan, Switch, WgSplit,
 };
 use std::fmt;
 
@@ -59,7 +60,40 @@ fn layout(l: SmemLayout) -> u32 {
     }
 }
 
-/// The macro definitions that instantiate the template for one genome.
+/// The macro that makes a forward template's lse twin (kernels/ABI.md, "The log-sum-exp
+/// output"): [`defines`] always sets it to 0 for a forward genome, the twin to 1.
+pub const LSE_MACRO: &str = "EVO_LSE";
+
+/// Which kernels of a forward genome a build makes: the plain ones (what search, FAST,
+/// bench and inference compile) or the lse twin, the same kernels with the `lse`
+/// argument and its stores, which the backward's forward needs. A compile-time choice
+/// because compiled in and not asked for the lse cost 1-2% on 8 of the 13 H100
+/// champions (kernels/NOTES.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Build {
+    #[default]
+    Plain,
+    LseTwin,
+}
+
+/// [`defines`] for one build: the lse twin is the same list with `EVO_LSE` = 1; `None`
+/// for the twin of a genome without one (a backward genome, which has no lse output).
+pub fn build_defines(
+    genome: &Genome,
+    head_dim: HeadDim,
+    dtype: Dtype,
+    build: Build,
+) -> Option<Defines> {
+    let mut list = defines(genome, head_dim, dtype);
+    if build == Build::LseTwin {
+        let lse = list.0.iter_mut().find(|(name, _)| name == LSE_MACRO)?;
+        lse.1 = "1".into();
+    }
+    Some(list)
+}
+
+/// The macro definitions that instantiate the template for one genome: the plain build
+/// (`EVO_LSE` = 0 for the forward families; [`build_defines`] makes the lse twin).
 ///
 /// `reg_cap` is `EVO_MAX_REGS` (0 = no cap): the template declares the kernel
 /// `__maxnreg__(cap)` instead of `__launch_bounds__`, because ptxas lets the launch
@@ -72,7 +106,13 @@ pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
     if g.family == Family::Hopper {
         return hopper_defines(g, head_dim, dtype);
     }
-    let list: [(&str, u32); 21] = [
+    if g.family == Family::AmpereBwd {
+        return bwd_defines(g, head_dim, dtype);
+    }
+    if g.family == Family::HopperBwd {
+        return hopper_bwd_defines(g, head_dim, dtype);
+    }
+    let list: [(&str, u32); 22] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", flag(dtype == Dtype::Bf16)),
         ("EVO_QK_MATH", math(g.qk_math)),
@@ -94,6 +134,7 @@ pub fn defines(genome: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_MAX_REGS", g.reg_cap.get()),
         ("EVO_PACK_GQA", flag(g.pack_gqa == Switch::On)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
+        (LSE_MACRO, 0),
     ];
     Defines(
         list.iter()
@@ -115,7 +156,7 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         Overlap::On => 1,
         Overlap::Chained => 2,
     };
-    let list: [(&str, u32); 19] = [
+    let list: [(&str, u32); 20] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
         ("EVO_BLOCK_N", g.block_n.get()),
@@ -138,6 +179,82 @@ fn hopper_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_O_TMA", u32::from(g.o_store == OStore::Tma)),
         ("EVO_WG_KEYS", u32::from(g.wg_split == WgSplit::Keys)),
         ("EVO_SMEM_BYTES", g.smem(head_dim).total()),
+        (LSE_MACRO, 0),
+    ];
+    Defines(
+        list.iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect(),
+    )
+}
+
+/// The macros of the backward template (`kernels/attention_bwd.cu`): only the genes that
+/// apply to the family, then the two kernels' shared-memory plans, which the template
+/// `static_assert`s (`EVO_DQ_SMEM_BYTES` is 0 without a dq kernel). `EVO_EXP2` is 0
+/// (`expf`), 1 (`exp2f`, the scale and lse folded into one FFMA) or 2 (as 1, every
+/// other exponential by the polynomial): the forward's two flags in one.
+fn bwd_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
+    let exp = match g.exp {
+        ExpFn::Exp => 0,
+        ExpFn::Exp2 => 1,
+        ExpFn::Exp2Fma => 2,
+    };
+    let list: [(&str, u32); 15] = [
+        ("EVO_HEAD_DIM", head_dim.get()),
+        ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
+        ("EVO_BLOCK_M", g.block_m.get()),
+        ("EVO_BLOCK_N", g.block_n.get()),
+        ("EVO_WARPS", g.warps.get()),
+        ("EVO_CP_ASYNC", u32::from(g.kv_load == KvLoad::CpAsync)),
+        ("EVO_STAGES", g.stages.get()),
+        ("EVO_SMEM_LAYOUT", layout(g.smem_layout)),
+        ("EVO_VEC_BYTES", g.vec_bytes.get()),
+        ("EVO_EXP2", exp),
+        ("EVO_MIN_BLOCKS", g.min_blocks.get()),
+        ("EVO_MAX_REGS", g.reg_cap.get()),
+        ("EVO_DQ_SEPARATE", u32::from(g.dq_mode == DqMode::Separate)),
+        ("EVO_SMEM_BYTES", SmemPlan::bwd_main(g, head_dim).total()),
+        ("EVO_DQ_SMEM_BYTES", SmemPlan::bwd_dq(g, head_dim).total()),
+    ];
+    Defines(
+        list.iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect(),
+    )
+}
+
+/// The macros of the Hopper backward template (`kernels/attention_bwd_sm90.cu`; kernels/
+/// ABI.md, "The Hopper backward template"), every one always defined: `EVO_BLOCK_N` is 64
+/// per consumer warpgroup; `dq_mode` is two flags (`EVO_DQ_SEPARATE`, and `EVO_DQ_BULK`
+/// for `tma_reduce`'s bulk reduce-adds); the two kernels' plans, which the template
+/// `static_assert`s. `exp2_fma` writes `EVO_EXP2 = 2`, which the template refuses as the
+/// rule `hopper_bwd_exp` does first. The template's measurement switch `EVO_BENCH_SKIP`
+/// (wrong results) is never set.
+fn hopper_bwd_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
+    let exp = match g.exp {
+        ExpFn::Exp => 0,
+        ExpFn::Exp2 => 1,
+        ExpFn::Exp2Fma => 2,
+    };
+    let list: [(&str, u32); 12] = [
+        ("EVO_HEAD_DIM", head_dim.get()),
+        ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
+        ("EVO_BLOCK_N", hopper_bwd_block_n(g)),
+        ("EVO_BLOCK_M", g.block_m.get()),
+        ("EVO_CONSUMER_WGS", g.consumer_wgs.get()),
+        ("EVO_STAGES", g.stages.get()),
+        ("EVO_EXP2", exp),
+        ("EVO_DQ_SEPARATE", u32::from(g.dq_mode == DqMode::Separate)),
+        ("EVO_DQ_BULK", u32::from(g.dq_mode == DqMode::TmaReduce)),
+        ("EVO_PRODUCER_REGS", g.producer_regs.get()),
+        (
+            "EVO_SMEM_BYTES",
+            SmemPlan::hopper_bwd_main(g, head_dim).total(),
+        ),
+        (
+            "EVO_DQ_SMEM_BYTES",
+            SmemPlan::hopper_bwd_dq(g, head_dim).total(),
+        ),
     ];
     Defines(
         list.iter()

@@ -55,6 +55,13 @@ pub enum CodegenError {
         error: NvrtcError,
     },
 
+    /// The lse twin was asked of a genome whose template has no lse output.
+    #[error(
+        "a {family} genome has no lse twin: only the forward templates write the \
+         log-sum-exp (kernels/ABI.md, \"The log-sum-exp output\"); compile its plain build"
+    )]
+    NoLseTwin { family: &'static str },
+
     /// C strings cannot hold NUL; a source or flag with one cannot reach NVRTC.
     #[error("{name}: the {what} contains a NUL byte")]
     NulByte { name: String, what: &'static str },

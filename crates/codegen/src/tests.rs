@@ -1,7 +1,7 @@
 //! Unit tests that need no NVRTC: defines, flags, the ptxas parser, discovery failures.
 
 use crate::*;
-use evo_genome::{Dtype, GenomeFile, HeadDim, RegCap, Target};
+use evo_genome::{DqMode, Dtype, ExpFn, GenomeFile, HeadDim, RegCap, Target, Tile};
 use std::path::{Path, PathBuf};
 
 fn fa2() -> Genome {
@@ -44,6 +44,7 @@ fn fa2_defines_d64_f16() {
         ("EVO_MAX_REGS", "0"),
         ("EVO_PACK_GQA", "0"),
         ("EVO_SMEM_BYTES", "41728"),
+        ("EVO_LSE", "0"),
     ]);
     assert_eq!(defines(&fa2(), HeadDim::D64, Dtype::F16), expected);
 }
@@ -89,7 +90,44 @@ fn every_genome_gets_the_same_macro_names_in_the_same_order() {
             .collect()
     };
     assert_eq!(names(&fa2()), names(&Genome::baseline()));
-    assert_eq!(names(&fa2()).len(), 21);
+    assert_eq!(names(&fa2()).len(), 22);
+}
+
+#[test]
+fn the_lse_twin_differs_from_the_plain_build_in_evo_lse_only() {
+    let hopper = Genome {
+        family: Family::Hopper,
+        ..fa2()
+    };
+    for g in [fa2(), hopper] {
+        let plain = defines(&g, HeadDim::D128, Dtype::Bf16);
+        assert_eq!(
+            build_defines(&g, HeadDim::D128, Dtype::Bf16, Build::Plain).as_ref(),
+            Some(&plain)
+        );
+        let twin = build_defines(&g, HeadDim::D128, Dtype::Bf16, Build::LseTwin).unwrap();
+        let changed: Vec<_> = plain
+            .0
+            .iter()
+            .zip(&twin.0)
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| (a.0.as_str(), a.1.as_str(), b.1.as_str()))
+            .collect();
+        assert_eq!(changed, [(LSE_MACRO, "0", "1")], "{:?}", g.family);
+        assert_eq!(plain.0.len(), twin.0.len());
+    }
+    // A backward genome writes no lse: no EVO_LSE, no twin.
+    let bwd = fa2_bwd();
+    assert_eq!(defines(&bwd, HeadDim::D64, Dtype::F16).get(LSE_MACRO), None);
+    assert_eq!(
+        build_defines(&bwd, HeadDim::D64, Dtype::F16, Build::LseTwin),
+        None
+    );
+    assert!(CodegenError::NoLseTwin {
+        family: bwd.family.label()
+    }
+    .to_string()
+    .contains("compile its plain build"));
 }
 
 #[test]
@@ -250,13 +288,89 @@ fn ptxas_report_of_a_log_without_ptxas_lines_is_empty() {
 }
 
 #[test]
-fn template_hash_is_16_hex_of_both_templates() {
+fn template_hash_is_16_hex_of_every_template() {
     let hash = template_hash();
     assert_eq!(hash.len(), 16);
     assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{hash}");
-    let mut both = template_source().to_string();
-    both.push_str(hopper_template_source());
-    assert!(blake3::hash(both.as_bytes()).to_hex().starts_with(&hash));
+    let mut all = template_source().to_string();
+    all.push_str(hopper_template_source());
+    all.push_str(bwd_template_source());
+    all.push_str(hopper_bwd_template_source());
+    assert!(blake3::hash(all.as_bytes()).to_hex().starts_with(&hash));
+}
+
+fn fa2_bwd() -> Genome {
+    let text = include_str!("../../../genomes/fa2-bwd.toml");
+    GenomeFile::from_toml_str(text, Path::new("genomes/fa2-bwd.toml"))
+        .expect("genomes/fa2-bwd.toml parses")
+        .genes
+}
+
+#[test]
+fn fa2_bwd_defines_d128_f16() {
+    // main: K, V 2*128*128*2 = 65536; Q, dO 2 stages * 2*64*128*2 = 65536; lse, dpsum
+    // 2 stages * 2*64*4 = 1024; dS^T 128*(64+8)*2 = 18432.
+    let expected = pairs(&[
+        ("EVO_HEAD_DIM", "128"),
+        ("EVO_BF16", "0"),
+        ("EVO_BLOCK_M", "64"),
+        ("EVO_BLOCK_N", "128"),
+        ("EVO_WARPS", "8"),
+        ("EVO_CP_ASYNC", "1"),
+        ("EVO_STAGES", "2"),
+        ("EVO_SMEM_LAYOUT", "2"),
+        ("EVO_VEC_BYTES", "16"),
+        ("EVO_EXP2", "1"),
+        ("EVO_MIN_BLOCKS", "1"),
+        ("EVO_MAX_REGS", "0"),
+        ("EVO_DQ_SEPARATE", "0"),
+        ("EVO_SMEM_BYTES", "150528"),
+        ("EVO_DQ_SMEM_BYTES", "0"),
+    ]);
+    assert_eq!(defines(&fa2_bwd(), HeadDim::D128, Dtype::F16), expected);
+}
+
+#[test]
+fn backward_genomes_build_their_template_for_plain_sm_89_and_sm_90() {
+    let g = fa2_bwd();
+    assert_eq!(template_for(&g).0, BWD_TEMPLATE_PATH);
+    assert!(template_for(&g)
+        .1
+        .contains("#line 1 \"kernels/attention_bwd_kernel.cuh\""));
+    for target in Target::ALL {
+        assert_eq!(
+            genome_options(&g, target).build()[0],
+            format!("--gpu-architecture={}", target.arch())
+        );
+    }
+    // The exp gene is one macro of three values; dq separate sizes the dq kernel.
+    let exp = |e: ExpFn| {
+        let d = defines(&Genome { exp: e, ..g }, HeadDim::D64, Dtype::Bf16);
+        d.get("EVO_EXP2").map(str::to_string)
+    };
+    assert_eq!(
+        [exp(ExpFn::Exp), exp(ExpFn::Exp2), exp(ExpFn::Exp2Fma)],
+        [Some("0".into()), Some("1".into()), Some("2".into())]
+    );
+    let separate = Genome {
+        dq_mode: DqMode::Separate,
+        block_m: Tile::T128,
+        ..g
+    };
+    let d = defines(&separate, HeadDim::D64, Dtype::Bf16);
+    assert_eq!(d.get("EVO_BF16"), Some("1"));
+    assert_eq!(d.get("EVO_DQ_SEPARATE"), Some("1"));
+    assert_eq!(
+        d.get("EVO_DQ_SMEM_BYTES"),
+        Some(
+            (2 * 128 * 64 * 2 + 2 * 2 * 128 * 64 * 2 + 2 * 128 * 4)
+                .to_string()
+                .as_str()
+        )
+    );
+    // The forward's genes that do not apply are not defined.
+    assert_eq!(d.get("EVO_QK_MATH"), None);
+    assert_eq!(d.get("EVO_SPLIT_KV"), None);
 }
 
 fn missing_message(paths: &[SearchPath]) -> String {

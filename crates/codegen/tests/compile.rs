@@ -17,7 +17,7 @@ use evo_genome::{
     space, BlockN, ConsumerWgs, Dtype, Family, Genome, GenomeFile, HeadDim, HopperLoad, OStore,
     Overlap, ProducerRegs, RegCap, SplitKv, Stages, Switch, Target, WgSplit,
 };
-use ptx_expect::ptx_mismatches;
+use ptx_expect::{lse_mismatches, ptx_mismatches};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -29,6 +29,7 @@ fn genome_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes")
 }
 
+/// The named forward genomes (the backward ones are tests/bwd_compile.rs's).
 fn named_genomes() -> Vec<GenomeFile> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(genome_dir())
         .expect("genomes/ exists")
@@ -40,6 +41,7 @@ fn named_genomes() -> Vec<GenomeFile> {
     paths
         .iter()
         .map(|p| GenomeFile::load(p).unwrap_or_else(|e| panic!("{e}")))
+        .filter(|f| f.genes.pass() == evo_genome::Pass::Forward)
         .collect()
 }
 
@@ -201,6 +203,36 @@ fn nvrtc_sweep_named_genomes() {
     assert_no_failures(sweep("named genomes", &jobs));
 }
 
+/// The lse twin of every named genome (EVO_LSE = 1; kernels/ABI.md, "The log-sum-exp
+/// output") declares `evo_lse` and takes the `lse` pointer last in both entries, at D64
+/// in f16 and D128 in bf16 on sm_90; the sweeps check that the plain builds have neither.
+#[test]
+fn lse_twins_of_the_named_genomes_declare_evo_lse_and_take_the_pointer() {
+    let jobs: Vec<_> = named_genomes()
+        .iter()
+        .flat_map(|f| {
+            [(HeadDim::D64, Dtype::F16), (HeadDim::D128, Dtype::Bf16)]
+                .map(|(d, t)| (f.genes, d, t, Target::Sm90, Build::LseTwin))
+        })
+        .filter(|(g, d, _, target, _)| g.is_valid(*d, *target))
+        .collect();
+    assert!(jobs.len() >= 10, "{} twins", jobs.len());
+    let mut failures = Vec::new();
+    for ((g, d, dtype, _, _), result) in jobs.iter().zip(compile_builds(toolchain(), &jobs)) {
+        let what = format!("{} D{d} {dtype}", g.summary());
+        match result {
+            Err(e) => failures.push(format!("{what}: {e}")),
+            Ok(c) => {
+                assert!(c.options.contains(&"-DEVO_LSE=1".to_string()), "{what}");
+                for m in lse_mismatches(&c, Build::LseTwin) {
+                    failures.push(format!("{what}: {m}"));
+                }
+            }
+        }
+    }
+    assert_no_failures(failures);
+}
+
 /// The covering design (see `covering`): every allele of every gene, and every pair of
 /// the switches that pick code paths, on every target and head dimension where some
 /// valid genome has it. `EVO_SWEEP_SAMPLES=n` adds n genomes drawn uniformly from the
@@ -268,6 +300,11 @@ fn nvrtc_sweep_hopper_alleles() {
     for (i, gene) in fa3.genes.genes().into_iter().enumerate() {
         for allele in 0..gene.allele_count() {
             let g = fa3.genes.with_allele(gene, allele);
+            // The family gene also names the backward families, whose modules have no
+            // forward entry (their sweeps are tests/bwd_compile.rs).
+            if g.pass() != fa3.genes.pass() {
+                continue;
+            }
             let fits: Vec<HeadDim> = HeadDim::ALL
                 .into_iter()
                 .filter(|d| g.is_valid(*d, Target::Sm90))

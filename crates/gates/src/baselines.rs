@@ -7,9 +7,12 @@
 //! - PyTorch SDPA per backend (cuDNN, flash, efficient), by `scripts/sdpa_baseline.py`
 //!   when `python3 -c 'import torch'` works: graph-timed as ANCHORS.md describes, with
 //!   the same input rotation as FAST, its JSON read back here.
+//! - PyTorch's backward kernels per backend, by `scripts/sdpa_backward_baseline.py`: the
+//!   same CLI and rows (so [`run_sdpa`] runs it), each row with `pass` "backward" and the
+//!   errors of dQ, dK, dV in `grads`.
 
 use crate::error::GateError;
-use evo_genome::Problem;
+use evo_genome::{Pass, Problem};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
@@ -92,21 +95,54 @@ pub struct SdpaResult {
     /// expanded to every query head (outside the timing); absent otherwise.
     #[serde(default)]
     pub variant: Option<String>,
+    /// The pass timed: the backward script's rows say `backward`; rows without the key
+    /// (the forward script's, and every recorded one) are the forward's.
+    #[serde(default = "forward_pass")]
+    pub pass: Pass,
+    /// Backward rows: each gradient's error against float64 autograd (`rel_frob` and
+    /// `max_abs` above are the worst of the three).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grads: Option<GradErrors>,
+}
+
+/// The backward's errors per output, against float64 autograd on the same inputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GradErrors {
+    pub dq: TensorError,
+    pub dk: TensorError,
+    pub dv: TensorError,
+}
+
+/// One output's error; `None` where the script found it not finite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TensorError {
+    pub rel_frob: Option<f64>,
+    pub max_abs: Option<f64>,
 }
 
 impl SdpaResult {
     /// The baseline's name in the tables: `sdpa-cudnn`, or `sdpa-efficient+expanded-kv`
-    /// for a backend timed on expanded K/V (never mistaken for the backend's own rows).
+    /// for a backend timed on expanded K/V (never mistaken for the backend's own rows);
+    /// backward rows add `-backward` (`sdpa-cudnn-backward`), so a table holding both
+    /// passes never compares a backward kernel with a forward baseline.
     pub fn name(&self) -> String {
+        let pass = match self.pass {
+            Pass::Forward => "",
+            Pass::Backward => "-backward",
+        };
         match &self.variant {
-            Some(v) => format!("sdpa-{}+{v}", self.backend),
-            None => format!("sdpa-{}", self.backend),
+            Some(v) => format!("sdpa-{}{pass}+{v}", self.backend),
+            None => format!("sdpa-{}{pass}", self.backend),
         }
     }
 }
 
 fn graph_timing() -> String {
     "graph".into()
+}
+
+fn forward_pass() -> Pass {
+    Pass::Forward
 }
 
 /// True when `python3 -c 'import torch'` succeeds.
@@ -121,7 +157,8 @@ pub fn torch_available() -> bool {
         .unwrap_or(false)
 }
 
-/// Runs `script` (scripts/sdpa_baseline.py) on `problems`, returns its results.
+/// Runs `script` (scripts/sdpa_baseline.py, or scripts/sdpa_backward_baseline.py for the
+/// backward kernels: same options, same rows) on `problems`, returns its results.
 /// With `cold_l2` every backend is also timed on a cold L2 (rows with `timing` "cold-l2").
 pub fn run_sdpa(
     script: &Path,
@@ -177,10 +214,39 @@ mod tests {
         assert_eq!(r[0].problem, Problem::seed());
         assert_eq!(r[1].median_us, None);
         assert!(r[1].error.as_deref().unwrap().contains("No available"));
+        assert_eq!(r[0].pass, Pass::Forward);
+        assert_eq!(r[0].name(), "sdpa-cudnn");
+        assert_eq!(r[0].grads, None);
         assert!(parse_sdpa("").is_err());
         assert!(parse_sdpa("not json")
             .unwrap_err()
             .to_string()
             .contains("unreadable"));
+    }
+
+    /// A row of scripts/sdpa_backward_baseline.py as it printed it on the H100
+    /// (experiments/2026-11-26-h100-bwd-baselines), with the keys this struct does not
+    /// keep (lse_shape, empty_row_lse, ...) left in.
+    #[test]
+    fn backward_rows_parse_with_their_pass_and_gradient_errors() {
+        let text = r#"[{"backend": "cudnn", "pass": "backward", "problem": {"batch": 1, "heads": 8, "q_len": 512, "kv_len": 512, "head_dim": 64, "dtype": "f16", "causal": false}, "device": "NVIDIA H100 80GB HBM3", "median_us": 24.379734198252358, "min_us": 24.320001072353786, "max_us": 24.41671159532335, "tflops": 55.05299069651928, "rel_frob": 0.00029955001146091755, "max_abs": 0.00036375151892020785, "error": null, "timing": "graph", "grads": {"dq": {"rel_frob": 0.00029955001146091755, "max_abs": 0.00036375151892020785}, "dk": {"rel_frob": 0.0002946207072710536, "max_abs": 0.0002781572115727604}, "dv": {"rel_frob": 0.0002934139978103065, "max_abs": 0.00019201122972262175}}, "out_rel_frob": 0.00027736318009496345, "lse_shape": [1, 8, 512, 1], "lse_max_abs": 8.773831510211494e-07, "lse_base": "e", "empty_row_lse": "-inf", "empty_row_out": "zeros", "empty_row_dq": "zeros", "empty_row_probe": "attn_bias whose row 0 is all -inf, Lq = Lk = 128"}]"#;
+        let r = parse_sdpa(text).unwrap();
+        assert_eq!(r.len(), 1);
+        let row = &r[0];
+        assert_eq!(row.pass, Pass::Backward);
+        assert_eq!(row.problem, Problem::seed());
+        assert_eq!(row.name(), "sdpa-cudnn-backward");
+        let grads = row.grads.as_ref().unwrap();
+        assert_eq!(grads.dk.rel_frob, Some(0.0002946207072710536));
+        assert_eq!(grads.dv.max_abs, Some(0.00019201122972262175));
+        assert_eq!(row.rel_frob, grads.dq.rel_frob);
+        // written back, it keeps its pass and errors
+        let again: SdpaResult = serde_json::from_str(&serde_json::to_string(row).unwrap()).unwrap();
+        assert_eq!(&again, row);
+        let expanded = SdpaResult {
+            variant: Some("expanded-kv".into()),
+            ..row.clone()
+        };
+        assert_eq!(expanded.name(), "sdpa-cudnn-backward+expanded-kv");
     }
 }

@@ -8,9 +8,10 @@ use crate::error::GateError;
 use crate::family::KernelFamily;
 use crate::outcome::Resources;
 use evo_codegen::{
-    compile_genome, compile_source, CodegenError, CompileOptions, Compiled, Defines, Toolchain,
+    compile_build, compile_source, Build, CodegenError, CompileOptions, Compiled, Defines,
+    Toolchain,
 };
-use evo_genome::{Dtype, Family, Genome, HeadDim, Problem, Target};
+use evo_genome::{Dtype, Family, Genome, HeadDim, Pass, Problem, Target};
 use rayon::prelude::*;
 
 /// What a kernel family is built from.
@@ -34,6 +35,22 @@ impl KernelSource {
         match self {
             KernelSource::Genome { genome, .. } => Some(genome),
             KernelSource::File { .. } => None,
+        }
+    }
+
+    /// The pass this source computes: a genome's, by its family; a hand-written file is
+    /// a backward module when it declares `evo_pass` (kernels/ABI.md, "The backward
+    /// ABI"; the runtime checks the value when it loads it), else a forward kernel.
+    pub fn pass(&self) -> Pass {
+        match self {
+            KernelSource::Genome { genome, .. } => genome.pass(),
+            KernelSource::File { text, .. } => {
+                if declares_constant(text, evo_runtime::backward::PASS_SYMBOL) {
+                    Pass::Backward
+                } else {
+                    Pass::Forward
+                }
+            }
         }
     }
 
@@ -64,16 +81,24 @@ impl KernelSource {
         }
     }
 
+    /// Whether the source has an lse twin to build: a forward genome does (kernels/ABI.md,
+    /// "The log-sum-exp output"); a hand-written file's one module declares `evo_lse` or
+    /// not, and a backward genome writes no lse.
+    pub fn has_lse_twin(&self) -> bool {
+        matches!(self, KernelSource::Genome { genome, .. } if genome.pass() == Pass::Forward)
+    }
+
     fn compile(
         &self,
         tc: &Toolchain,
         head_dim: HeadDim,
         dtype: Dtype,
         target: Target,
+        build: Build,
     ) -> Result<Compiled, CodegenError> {
         match self {
             KernelSource::Genome { genome, .. } => {
-                compile_genome(tc, genome, head_dim, dtype, target)
+                compile_build(tc, genome, head_dim, dtype, target, build)
             }
             // A hand-written kernel may use wgmma or setmaxnreg: on sm_90 it is built for
             // sm_90a, which accepts everything plain sm_90 code does. Its own folder is on
@@ -91,6 +116,19 @@ impl KernelSource {
             ),
         }
     }
+}
+
+/// True when a line of `text` declares the `__constant__` `symbol` outside a `//`
+/// comment (a comment that names the symbol declares nothing, nor does a longer name).
+fn declares_constant(text: &str, symbol: &str) -> bool {
+    let ident = |c: char| c == '_' || c.is_ascii_alphanumeric();
+    text.lines().any(|line| {
+        let code = line.split("//").next().unwrap_or("");
+        code.contains("__constant__")
+            && code.match_indices(symbol).any(|(at, _)| {
+                !code[..at].ends_with(ident) && !code[at + symbol.len()..].starts_with(ident)
+            })
+    })
 }
 
 /// The folder of a kernel file (`.` for a bare file name).
@@ -170,7 +208,21 @@ pub fn compile_all(
     variants: &[(HeadDim, Dtype)],
     target: Target,
 ) -> Vec<Vec<BuiltVariant>> {
+    compile_builds(tc, sources, variants, target, Build::Plain)
+}
+
+/// Compiles every source with a build of `build` at every variant (the lse twins: only
+/// the sources that have one), in parallel; results per source, in order.
+pub(crate) fn compile_builds(
+    tc: &Toolchain,
+    sources: &[KernelSource],
+    variants: &[(HeadDim, Dtype)],
+    target: Target,
+    build: Build,
+) -> Vec<Vec<BuiltVariant>> {
+    let wanted = |s: usize| build == Build::Plain || sources[s].has_lse_twin();
     let jobs: Vec<(usize, HeadDim, Dtype)> = (0..sources.len())
+        .filter(|&s| wanted(s))
         .flat_map(|s| variants.iter().map(move |&(d, t)| (s, d, t)))
         .collect();
     let built: Vec<(usize, BuiltVariant)> = jobs
@@ -179,7 +231,7 @@ pub fn compile_all(
             let result = match sources[s].unsupported(head_dim, target) {
                 Some(why) => Err(why),
                 None => sources[s]
-                    .compile(tc, head_dim, dtype, target)
+                    .compile(tc, head_dim, dtype, target, build)
                     .map_err(|e| e.to_string()),
             };
             (
@@ -332,6 +384,38 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_declares_evo_pass_is_a_backward_source() {
+        let file = |text: &str| KernelSource::File {
+            path: "k.cu".into(),
+            text: text.into(),
+        };
+        let bwd = "extern \"C\" __constant__ int evo_pass[1] = {1};\n";
+        assert_eq!(file(bwd).pass(), Pass::Backward);
+        assert_eq!(
+            file("extern \"C\" __constant__ int evo_geometry[6] = {64};").pass(),
+            Pass::Forward
+        );
+        // Named in a comment, or a longer name: not a declaration.
+        assert_eq!(
+            file("// unlike a __constant__ evo_pass backward\n").pass(),
+            Pass::Forward
+        );
+        for longer in ["evo_pass_count", "my_evo_pass"] {
+            let text = format!("__constant__ int {longer}[1] = {{1}};");
+            assert_eq!(file(&text).pass(), Pass::Forward, "{text}");
+        }
+        let genome = |family| KernelSource::Genome {
+            name: "g".into(),
+            genome: evo_genome::Genome {
+                family,
+                ..evo_genome::Genome::baseline()
+            },
+        };
+        assert_eq!(genome(Family::Ampere).pass(), Pass::Forward);
+        assert_eq!(genome(Family::AmpereBwd).pass(), Pass::Backward);
+    }
+
+    #[test]
     fn abi_defines_name_head_dim_and_dtype() {
         assert_eq!(
             abi_defines(HeadDim::D128, Dtype::Bf16).flags(),
@@ -383,11 +467,26 @@ mod tests {
             .iter()
             .flat_map(|&d| Dtype::ALL.iter().map(move |&t| (d, t)))
             .collect();
+        let (backward, forward): (Vec<KernelSource>, Vec<KernelSource>) = sources
+            .into_iter()
+            .partition(|s| s.pass() == Pass::Backward);
+        for s in &backward {
+            assert!(
+                s.name().contains("/bwd_"),
+                "{}: declares evo_pass",
+                s.name()
+            );
+        }
         for (source, built) in
-            sources
+            forward
                 .iter()
-                .zip(compile_all(&tc, &sources, &variants, Target::Sm90))
+                .zip(compile_all(&tc, &forward, &variants, Target::Sm90))
         {
+            assert!(
+                !source.name().contains("/bwd_"),
+                "{}: no evo_pass",
+                source.name()
+            );
             for v in built {
                 // The hand-written kernels are of the first ABI: D64 and D128 only.
                 let first_abi = HeadDim::FIRST_ABI.contains(&v.head_dim);
@@ -409,6 +508,42 @@ mod tests {
                     )
                 });
                 assert!(r.registers > 0);
+            }
+        }
+        // The backward modules are of the second ABI: every head dim and dtype, on every
+        // target, with the four kernels of the backward ABI.
+        assert!(
+            backward.len() >= 8,
+            "bwd_naive.cu and seven defective variants"
+        );
+        for target in Target::ALL {
+            for (source, built) in backward
+                .iter()
+                .zip(compile_all(&tc, &backward, &variants, target))
+            {
+                for v in built {
+                    let c = v.result.unwrap_or_else(|e| {
+                        panic!(
+                            "{} D{} {} {target}: {e}",
+                            source.name(),
+                            v.head_dim,
+                            v.dtype
+                        )
+                    });
+                    for entry in [
+                        evo_codegen::ENTRY_BWD_PRE,
+                        evo_codegen::ENTRY_BWD,
+                        evo_codegen::ENTRY_BWD_DQ,
+                        evo_codegen::ENTRY_BWD_POST,
+                    ] {
+                        assert!(
+                            c.report.kernel(entry).is_some(),
+                            "{} {target}: no {entry}\n{}",
+                            source.name(),
+                            c.log
+                        );
+                    }
+                }
             }
         }
         for dtype in Dtype::ALL {

@@ -15,21 +15,23 @@ use crate::fast::{time_problem, Fast, FastOptions};
 use crate::green::{judge, run_green, GreenOptions, GreenReport};
 use crate::inputs::Inputs;
 use crate::kernel::AttentionKernel;
+use crate::lse_twin::{compile_lse_twins, load_lse_twins};
 use crate::reference::reference_at;
 use crate::suite::{full_cases, Case, GreenSuite};
+pub(crate) use crate::verdicts::{hand_written, verdict_mismatch, Expected};
 use evo_codegen::{compile_source, CompileOptions, Toolchain};
-use evo_genome::{GenomeFile, Problem, Target};
+use evo_genome::{GenomeFile, Pass, Problem, Target};
 use std::path::{Path, PathBuf};
 
 /// The repository root: `EVO_REPO`, else the checkout this binary was built in (a
 /// test binary carried to the GPU machine runs from another path).
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     std::env::var_os("EVO_REPO")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
-fn setup() -> (Device, Toolchain, Target) {
+pub(crate) fn setup() -> (Device, Toolchain, Target) {
     let tc = Toolchain::discover().unwrap_or_else(|e| panic!("{e}"));
     let device = gate_device(&tc, 0).unwrap_or_else(|e| panic!("{e}"));
     let target = device.target().unwrap_or_else(|| {
@@ -42,7 +44,7 @@ fn setup() -> (Device, Toolchain, Target) {
     (device, tc, target)
 }
 
-const GREEN_SEED: u64 = 2026;
+pub(crate) const GREEN_SEED: u64 = 2026;
 
 /// FAST with its verification on the seed shape (a fresh nonce, as every real run).
 fn fast_on_seed_shape(kernel: &mut dyn AttentionKernel) -> Fast {
@@ -59,10 +61,13 @@ fn green_over_default(
 ) -> Vec<GreenReport> {
     let problems: Vec<Problem> = cases.iter().map(|c| c.problem).collect();
     let built = compile_all(tc, sources, &variants_for(&problems), target);
+    // As `evo gate`: each genome's lse twins beside it, for GREEN's lse launch.
+    let twins = compile_lse_twins(tc, sources, &variants_for(&problems), target);
     sources
         .iter()
         .zip(&built)
-        .map(|(source, variants)| {
+        .zip(&twins)
+        .map(|((source, variants), twins)| {
             // A head dim the source cannot be built at (a genome's rules, a first-ABI
             // file at D96/D256) is skipped, as `evo gate` skips it; any other variant
             // must compile.
@@ -84,6 +89,7 @@ fn green_over_default(
                 .collect();
             let mut family =
                 load_family(device, source.name(), variants).unwrap_or_else(|e| panic!("{e}"));
+            load_lse_twins(device, &mut family, twins).unwrap_or_else(|e| panic!("{e}"));
             run_green(
                 &mut family,
                 &stated,
@@ -97,48 +103,17 @@ fn green_over_default(
         .collect()
 }
 
-#[derive(serde::Deserialize)]
-struct Expected {
-    verdict: String,
-    reason_contains: Option<String>,
-    because: String,
-    /// FAST's verdict on the seed shape, where the kernel passes GREEN and the point is
-    /// the timed launches.
-    #[serde(default)]
-    fast: Option<String>,
-    /// With a FAST pass: its median is at least this fraction of naive.cu's.
-    #[serde(default)]
-    min_time_vs_naive: Option<f64>,
-    /// With a FAST pass: its median is at least `min_time_vs_twin` of this kernel's
-    /// (tests/kernels/<twin>.cu: the same work done honestly).
-    #[serde(default)]
-    twin: Option<String>,
-    #[serde(default)]
-    min_time_vs_twin: Option<f64>,
-}
-
 #[test]
 fn hand_written_kernels_get_their_expected_verdicts() {
     let (device, tc, target) = setup();
-    let dir = repo().join("tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "cu"))
-        .collect();
-    files.sort();
+    // The backward modules (bwd_*.cu) have a test of their own, below.
+    let (files, sources) = hand_written(Pass::Forward, |p| {
+        format!("tests/kernels/{}", p.file_name().unwrap().to_string_lossy())
+    });
     assert!(
         files.len() >= 15,
-        "expected the naive kernel and fourteen adversarial ones in {}",
-        dir.display()
+        "expected the naive kernel and fourteen adversarial ones in tests/kernels"
     );
-    let sources: Vec<KernelSource> = files
-        .iter()
-        .map(|p| KernelSource::File {
-            path: format!("tests/kernels/{}", p.file_name().unwrap().to_string_lossy()),
-            text: std::fs::read_to_string(p).unwrap(),
-        })
-        .collect();
     // A seed of this run's own, as `evo gate` draws one: fixed_draw_only.cu is right on
     // the shapes GREEN_SEED draws.
     let seed: u64 = rand::random::<u64>() >> 11;
@@ -204,21 +179,9 @@ fn hand_written_kernels_get_their_expected_verdicts() {
                 }
             }
         }
-        eprintln!(
-            "{}: {got} (expected {want}: {})\n{failures}",
-            file.display(),
-            expected.because
-        );
-        let reason_ok = expected
-            .reason_contains
-            .as_ref()
-            .is_none_or(|r| failures.contains(r.as_str()));
-        if got != want || !reason_ok {
-            wrong.push(format!(
-                "{}: got {got}, expected {want} ({:?})\n{failures}",
-                file.display(),
-                expected.reason_contains
-            ));
+        let label = file.display().to_string();
+        if let Some(w) = verdict_mismatch(&label, &got, &want, &expected, &failures) {
+            wrong.push(w);
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
@@ -414,6 +377,11 @@ fn green_report_text(device: &Device, tc: &Toolchain, target: Target, path: &str
         }
     }
     assert!(report.passed(), "{path}: {}", report.failures());
+    // A genome's lse twin is loaded beside it: every case also checked the forward's lse
+    // on the twin (that launch is not in the snapshot, which stays the O launches').
+    if let Some(c) = report.cases.iter().find(|c| c.lse.is_none()) {
+        panic!("{path}: no lse check on {}", c.case);
+    }
     text
 }
 

@@ -11,10 +11,17 @@
 //! is judged against an fp32 reference the device computes from the launch's seed
 //! ([`AttentionKernel::check_last_run`]); the device reference must agree with
 //! candle's on the sampled rows ([`crate::verify::cross_check`]), each time.
+//!
+//! A kernel that writes the forward's log-sum-exp (`evo_lse`) is run once more per case
+//! with it asked for, on the first launch's inputs: that launch's O is judged as the
+//! others, and its lse by [`crate::lse`]. A genome's plain kernels write none (the lse
+//! is a compile-time choice): `evo gate` loads each one's lse twin beside it for that
+//! launch ([`crate::lse_twin`]); a search does not, so its GREEN has no lse launch.
 
 use crate::error::GateError;
 use crate::inputs::{case_key, launch_seed, poison_bits, to_f32, Inputs};
 use crate::kernel::{AttentionKernel, Output};
+use crate::lse::{judge_lse, LseCheck};
 use crate::reference::{reference, Reference, FULL_REFERENCE_MACS};
 use crate::suite::Case;
 use crate::tolerance::{Tolerance, Worst};
@@ -62,16 +69,21 @@ pub struct CaseReport {
     pub problem: Problem,
     pub tolerance: Tolerance,
     pub launches: Vec<LaunchCheck>,
+    /// The launch with the forward's lse asked for, for a kernel that declares `evo_lse`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lse: Option<LseCheck>,
 }
 
 impl CaseReport {
     pub fn passed(&self) -> bool {
         self.launches.iter().all(|l| l.failure.is_none())
+            && self.lse.as_ref().is_none_or(LseCheck::passed)
     }
 
-    /// The first failing launch's reason, prefixed with the case and launch number.
+    /// The first failing launch's reason, prefixed with the case and launch number (the
+    /// lse launch last).
     pub fn reason(&self) -> Option<String> {
-        self.launches.iter().enumerate().find_map(|(i, l)| {
+        let launch = self.launches.iter().enumerate().find_map(|(i, l)| {
             l.failure.as_ref().map(|f| {
                 format!(
                     "{}, launch {} of {} (input seed {}): {}",
@@ -80,6 +92,15 @@ impl CaseReport {
                     self.launches.len(),
                     l.input_seed,
                     f
+                )
+            })
+        });
+        launch.or_else(|| {
+            let lse = self.lse.as_ref()?;
+            lse.failure().map(|f| {
+                format!(
+                    "{}, the launch with the lse asked (input seed {}): {f}",
+                    self.case, lse.input_seed
                 )
             })
         })
@@ -228,11 +249,18 @@ pub fn run_green_cached(
             kernel.cap_persistent_grid(None);
             launches.push(checked?);
         }
+        let lse = if kernel.writes_lse(&case.problem) {
+            let entry = cache.get(options.seed, case, 0)?;
+            Some(check_lse(kernel, &entry.0, &entry.1)?)
+        } else {
+            None
+        };
         let report = CaseReport {
             case: case.label(),
             problem: case.problem,
             tolerance: Tolerance::for_dtype(case.problem.dtype),
             launches,
+            lse,
         };
         let failed = !report.passed();
         reports.push(report);
@@ -275,6 +303,32 @@ pub fn check_against(
     refs: &Reference,
 ) -> Result<LaunchCheck, GateError> {
     let out = kernel.run_once(inputs)?;
+    check_output(kernel, inputs, refs, out)
+}
+
+/// One launch with the forward's lse asked for (on the kernel's whole grid), its O
+/// checked as [`check_against`] does and its lse by [`judge_lse`].
+pub fn check_lse(
+    kernel: &mut dyn AttentionKernel,
+    inputs: &Inputs,
+    refs: &Reference,
+) -> Result<LseCheck, GateError> {
+    kernel.cap_persistent_grid(None);
+    let (out, lse) = kernel.run_once_with_lse(inputs)?;
+    Ok(LseCheck {
+        input_seed: inputs.seed,
+        o: check_output(kernel, inputs, refs, out)?,
+        lse: judge_lse(inputs, refs, &lse),
+    })
+}
+
+/// The checks of the output of the kernel's last launch, on `inputs`.
+fn check_output(
+    kernel: &mut dyn AttentionKernel,
+    inputs: &Inputs,
+    refs: &Reference,
+    out: Output,
+) -> Result<LaunchCheck, GateError> {
     let p = &inputs.problem;
     let expected_len = p.q_elems();
     if out.o.len() != expected_len {

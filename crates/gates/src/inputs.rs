@@ -108,45 +108,47 @@ pub struct Inputs {
 
 impl Inputs {
     /// Q, K, V of unit variance drawn from `seed`; Q is multiplied by `q_gain` (1 for
-    /// ordinary cases).
-    ///
-    /// Chunks of [`CHUNK`] elements are drawn in parallel; the generator is counter
-    /// based, so the values do not depend on the number of threads.
+    /// ordinary cases). Streams 0, 1 and 2 of [`draw_stream`].
     pub fn random(problem: &Problem, seed: u64, q_gain: f32) -> Inputs {
         let dtype = problem.dtype;
-        let draw = |tensor: Tensor, n: usize, gain: f32| -> Vec<u16> {
-            let scale = value_scale(gain);
-            let mut out = vec![0u16; n];
-            out.par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(c, chunk)| draw_into(chunk, dtype, seed, tensor, c * CHUNK, scale));
-            out
-        };
         Inputs {
             problem: *problem,
             seed,
             q_gain,
-            q: draw(Tensor::Q, problem.q_elems(), q_gain),
-            k: draw(Tensor::K, problem.kv_elems(), 1.0),
-            v: draw(Tensor::V, problem.kv_elems(), 1.0),
+            q: draw_stream(dtype, seed, Tensor::Q as u32, problem.q_elems(), q_gain),
+            k: draw_stream(dtype, seed, Tensor::K as u32, problem.kv_elems(), 1.0),
+            v: draw_stream(dtype, seed, Tensor::V as u32, problem.kv_elems(), 1.0),
         }
     }
 
     pub fn q_f32(&self) -> Vec<f32> {
-        self.upcast(&self.q)
+        upcast(self.problem.dtype, &self.q)
     }
     pub fn k_f32(&self) -> Vec<f32> {
-        self.upcast(&self.k)
+        upcast(self.problem.dtype, &self.k)
     }
     pub fn v_f32(&self) -> Vec<f32> {
-        self.upcast(&self.v)
+        upcast(self.problem.dtype, &self.v)
     }
+}
 
-    fn upcast(&self, bits: &[u16]) -> Vec<f32> {
-        bits.iter()
-            .map(|&b| to_f32(self.problem.dtype, b))
-            .collect()
-    }
+/// `n` elements of Philox stream `stream` (a [`Tensor`]'s word, or one of the
+/// backward's) drawn from `seed` with standard deviation `gain`, as the dtype's bits.
+///
+/// Chunks of [`CHUNK`] elements are drawn in parallel; the generator is counter based,
+/// so the values do not depend on the number of threads.
+pub fn draw_stream(dtype: Dtype, seed: u64, stream: u32, n: usize, gain: f32) -> Vec<u16> {
+    let scale = value_scale(gain);
+    let mut out = vec![0u16; n];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(c, chunk)| draw_into(chunk, dtype, seed, stream, c * CHUNK, scale));
+    out
+}
+
+/// The f32 values of a tensor's 16-bit elements.
+pub fn upcast(dtype: Dtype, bits: &[u16]) -> Vec<f32> {
+    bits.iter().map(|&b| to_f32(dtype, b)).collect()
 }
 
 /// The seed of launch `launch` of the case keyed `case` under a run seed: distinct per

@@ -60,6 +60,20 @@ pub struct Draw {
     pub o: usize,
 }
 
+impl Draw {
+    /// A single launch's draw: the inputs of `seed` in slot 0 of every tensor, where a
+    /// run outside FAST's repeats uploads them.
+    pub fn first(seed: u64) -> Draw {
+        Draw {
+            seed,
+            q: 0,
+            k: 0,
+            v: 0,
+            o: 0,
+        }
+    }
+}
+
 /// One FAST repeat: launch `i` computes on `draws[i]`. Afterwards every O is copied
 /// aside, to the kept archive when `keep` (the repeat FAST checks in full after the
 /// timing) or to a scratch one otherwise, so every repeat costs and looks the same.
@@ -107,6 +121,27 @@ pub trait AttentionKernel {
     /// launch, then the kernel runs on `inputs` and the whole output comes back as
     /// 16-bit elements (so unwritten elements are recognised by their bits).
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError>;
+
+    /// Whether the kernel writes the forward's log-sum-exp of `problem` when asked (the
+    /// variant that computes it declares `evo_lse`, kernels/ABI.md): GREEN then checks
+    /// it on every such case ([`crate::lse`]). A kernel that wraps others must answer
+    /// for the one it would run.
+    fn writes_lse(&self, _problem: &Problem) -> bool {
+        false
+    }
+
+    /// [`AttentionKernel::run_once`] with the lse asked for: its buffer is filled with
+    /// [`crate::lse::LSE_POISON_BITS`] (and the guard after it with
+    /// [`crate::inputs::GUARD_F32_BITS`]) before the launch, and comes back whole.
+    fn run_once_with_lse(
+        &mut self,
+        _inputs: &Inputs,
+    ) -> Result<(Output, crate::lse::LseOutput), GateError> {
+        Err(GateError::Abi(format!(
+            "{} does not declare `evo_lse`: it cannot write the forward's log-sum-exp",
+            self.name()
+        )))
+    }
 
     /// Every row of the last [`AttentionKernel::run_once`]'s output against a reference
     /// the device computes from `inputs`' seed and gain (drawn again, not read back

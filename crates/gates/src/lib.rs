@@ -10,6 +10,7 @@
 //! [`Evaluation`] record the search stores; [`report`] is the per-(kernel, case) JSON
 //! row and the table of `evo gate` / `evo bench`.
 
+pub mod backward;
 pub mod baselines;
 pub mod compile;
 pub mod device;
@@ -20,6 +21,8 @@ pub mod fast;
 pub mod green;
 pub mod inputs;
 pub mod kernel;
+pub mod lse;
+pub mod lse_twin;
 pub mod philox;
 pub use evo_record as outcome;
 pub mod profile;
@@ -33,6 +36,8 @@ pub mod verify;
 mod fake;
 #[cfg(all(test, feature = "gpu"))]
 mod gpu_tests;
+#[cfg(all(test, feature = "gpu"))]
+mod verdicts;
 
 pub use device::{Device, Geometry, HybridKernel, LoadedKernel};
 pub use error::GateError;

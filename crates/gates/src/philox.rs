@@ -58,11 +58,12 @@ pub fn value_scale(gain: f32) -> f32 {
     (gain as f64 / centred_sum_std()) as f32
 }
 
-/// The centred sums of elements `2·pair` and `2·pair + 1` of `tensor` drawn from `seed`.
+/// The centred sums of elements `2·pair` and `2·pair + 1` of stream `stream` (a
+/// [`Tensor`]'s word, or a stream of the backward's) drawn from `seed`.
 #[inline]
-pub fn element_pair(seed: u64, tensor: Tensor, pair: u64) -> (i32, i32) {
+pub fn element_pair(seed: u64, stream: u32, pair: u64) -> (i32, i32) {
     let w = philox4x32_10(
-        [pair as u32, (pair >> 32) as u32, tensor as u32, 0],
+        [pair as u32, (pair >> 32) as u32, stream, 0],
         [seed as u32, (seed >> 32) as u32],
     );
     let sum = |a: u32, b: u32| -> i32 {
@@ -78,19 +79,12 @@ pub fn element_bits(dtype: Dtype, centred: i32, scale: f32) -> u16 {
     crate::inputs::to_bits(dtype, centred as f32 * scale)
 }
 
-/// `n` elements of `tensor` drawn from `seed`, from element `start` on (even), as the
-/// dtype's bits.
-pub fn draw_into(
-    out: &mut [u16],
-    dtype: Dtype,
-    seed: u64,
-    tensor: Tensor,
-    start: usize,
-    scale: f32,
-) {
+/// `out.len()` elements of stream `stream` drawn from `seed`, from element `start` on
+/// (even), as the dtype's bits.
+pub fn draw_into(out: &mut [u16], dtype: Dtype, seed: u64, stream: u32, start: usize, scale: f32) {
     debug_assert!(start.is_multiple_of(2));
     for (i, pair) in out.chunks_mut(2).enumerate() {
-        let (a, b) = element_pair(seed, tensor, (start / 2 + i) as u64);
+        let (a, b) = element_pair(seed, stream, (start / 2 + i) as u64);
         pair[0] = element_bits(dtype, a, scale);
         if let Some(x) = pair.get_mut(1) {
             *x = element_bits(dtype, b, scale);
@@ -126,7 +120,14 @@ mod tests {
     fn values_have_unit_variance_and_bounded_tails() {
         let n = 1 << 16;
         let mut bits = vec![0u16; n];
-        draw_into(&mut bits, Dtype::F16, 11, Tensor::K, 0, value_scale(1.0));
+        draw_into(
+            &mut bits,
+            Dtype::F16,
+            11,
+            Tensor::K as u32,
+            0,
+            value_scale(1.0),
+        );
         let x: Vec<f64> = bits
             .iter()
             .map(|&b| crate::inputs::to_f32(Dtype::F16, b) as f64)
@@ -144,12 +145,33 @@ mod tests {
     #[test]
     fn any_slice_is_the_same_as_the_whole() {
         let mut whole = vec![0u16; 1000];
-        draw_into(&mut whole, Dtype::Bf16, 3, Tensor::V, 0, value_scale(2.0));
+        draw_into(
+            &mut whole,
+            Dtype::Bf16,
+            3,
+            Tensor::V as u32,
+            0,
+            value_scale(2.0),
+        );
         let mut part = vec![0u16; 301];
-        draw_into(&mut part, Dtype::Bf16, 3, Tensor::V, 500, value_scale(2.0));
+        draw_into(
+            &mut part,
+            Dtype::Bf16,
+            3,
+            Tensor::V as u32,
+            500,
+            value_scale(2.0),
+        );
         assert_eq!(&whole[500..801], &part[..]);
         let mut other = vec![0u16; 1000];
-        draw_into(&mut other, Dtype::Bf16, 3, Tensor::Q, 0, value_scale(2.0));
+        draw_into(
+            &mut other,
+            Dtype::Bf16,
+            3,
+            Tensor::Q as u32,
+            0,
+            value_scale(2.0),
+        );
         assert_ne!(whole, other, "each tensor has its own stream");
     }
 }

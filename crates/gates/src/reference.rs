@@ -19,11 +19,14 @@ pub const FULL_REFERENCE_MACS: u64 = 1 << 27;
 /// Rows compared per (b, h) when sampling (first, middle and last included).
 pub const SAMPLED_ROWS: usize = 48;
 
-/// Reference rows of one (b, h): `rows[i]` is a query index, `out[i·D..(i+1)·D]` its output.
+/// Reference rows of one (b, h): `rows[i]` is a query index, `out[i·D..(i+1)·D]` its
+/// output and `lse[i]` its log-sum-exp (natural log of the sum of exp(scaled score)
+/// over the keys it sees; +inf for a row that sees none, FlashAttention's convention).
 #[derive(Debug, Clone)]
 pub struct HeadReference {
     pub rows: Vec<u32>,
     pub out: Vec<f32>,
+    pub lse: Vec<f32>,
 }
 
 /// The reference outputs of one launch, one entry per (b, h) in `b·H + h` order.
@@ -49,13 +52,23 @@ impl Reference {
 
 /// The query rows a reference covers for one (b, h).
 pub fn sample_rows(problem: &Problem, seed: u64, bh: usize) -> Vec<u32> {
-    let lq = problem.q_len as usize;
-    if problem.macs() <= FULL_REFERENCE_MACS || lq <= SAMPLED_ROWS {
-        return (0..lq as u32).collect();
+    spread_rows(
+        problem,
+        problem.q_len as usize,
+        seed ^ (bh as u64).wrapping_mul(0xA24B_AED4_963E_E407),
+    )
+}
+
+/// Which of `len` rows a check of `problem` covers: every row below
+/// [`FULL_REFERENCE_MACS`], else the first, middle and last (the last lives in the
+/// partial tile) and random others drawn from `rng_seed`, [`SAMPLED_ROWS`] in all.
+pub(crate) fn spread_rows(problem: &Problem, len: usize, rng_seed: u64) -> Vec<u32> {
+    if problem.macs() <= FULL_REFERENCE_MACS || len <= SAMPLED_ROWS {
+        return (0..len as u32).collect();
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (bh as u64).wrapping_mul(0xA24B_AED4_963E_E407));
-    let mut rows: Vec<u32> = vec![0, (lq / 2) as u32, (lq - 1) as u32];
-    for r in sample(&mut rng, lq, SAMPLED_ROWS) {
+    let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
+    let mut rows: Vec<u32> = vec![0, (len / 2) as u32, (len - 1) as u32];
+    for r in sample(&mut rng, len, SAMPLED_ROWS) {
         if rows.len() == SAMPLED_ROWS {
             break;
         }
@@ -175,17 +188,19 @@ pub fn reference_at(
         } else {
             scores
         };
-        let mut out = softmax_rows(&scores)
-            .and_then(|prob| prob.matmul(&vh))
+        let (prob, mut lse) = softmax_rows(&scores).map_err(candle_err)?;
+        let mut out = prob
+            .matmul(&vh)
             .and_then(|o| o.flatten_all())
             .and_then(|o| o.to_vec1::<f32>())
             .map_err(candle_err)?;
         for (r, keys) in visible.iter().enumerate() {
             if keys.is_empty() {
                 out[r * d..(r + 1) * d].fill(0.0);
+                lse[r] = f32::INFINITY;
             }
         }
-        heads.push(HeadReference { rows, out });
+        heads.push(HeadReference { rows, out, lse });
     }
     Ok(Reference {
         heads,
@@ -194,12 +209,13 @@ pub fn reference_at(
 }
 
 /// Row softmax with the running max subtracted (every row holds a key unmasked, so
-/// the max is finite).
-fn softmax_rows(s: &Tensor) -> candle_core::Result<Tensor> {
+/// the max is finite), and each row's log-sum-exp, `m + ln l`.
+fn softmax_rows(s: &Tensor) -> candle_core::Result<(Tensor, Vec<f32>)> {
     let m = s.max_keepdim(1)?;
     let e = s.broadcast_sub(&m)?.exp()?;
     let l = e.sum_keepdim(1)?;
-    e.broadcast_div(&l)
+    let lse = (&m + l.log()?)?.flatten_all()?.to_vec1::<f32>()?;
+    Ok((e.broadcast_div(&l)?, lse))
 }
 
 #[cfg(test)]
@@ -210,6 +226,11 @@ mod tests {
     /// The plain f64 loop the candle reference is checked against, with the mask and
     /// the K/V head written out from kernels/ABI.md's words (not from `visible_keys`).
     fn naive(inputs: &Inputs, bh: usize, row: usize) -> Vec<f64> {
+        naive_with_lse(inputs, bh, row).0
+    }
+
+    /// [`naive`] and the row's log-sum-exp (+inf for a row that sees no key).
+    fn naive_with_lse(inputs: &Inputs, bh: usize, row: usize) -> (Vec<f64>, f64) {
         let p = &inputs.problem;
         let (lq, lk, d) = (
             p.q_len as usize,
@@ -234,7 +255,7 @@ mod tests {
         };
         let keys: Vec<usize> = (0..lk).filter(|&j| sees(j)).collect();
         if keys.is_empty() {
-            return vec![0.0; d];
+            return (vec![0.0; d], f64::INFINITY);
         }
         let s: Vec<f64> = keys
             .iter()
@@ -250,7 +271,7 @@ mod tests {
         let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
         let l: f64 = e.iter().sum();
-        (0..d)
+        let out = (0..d)
             .map(|c| {
                 keys.iter()
                     .zip(&e)
@@ -258,7 +279,8 @@ mod tests {
                     .sum::<f64>()
                     / l
             })
-            .collect()
+            .collect();
+        (out, m + l.ln())
     }
 
     fn problem(
@@ -303,7 +325,12 @@ mod tests {
             let d = p.head_dim.get() as usize;
             for (bh, head) in r.heads.iter().enumerate() {
                 for (i, &row) in head.rows.iter().enumerate() {
-                    let want = naive(&inputs, bh, row as usize);
+                    let (want, lse) = naive_with_lse(&inputs, bh, row as usize);
+                    let got_lse = head.lse[i] as f64;
+                    assert!(
+                        got_lse == lse || (got_lse - lse).abs() < 1e-5 * lse.abs().max(1.0),
+                        "{p} bh {bh} row {row} lse: {got_lse} vs {lse}"
+                    );
                     let got = &head.out[i * d..(i + 1) * d];
                     for (c, (g, w)) in got.iter().zip(&want).enumerate() {
                         let g = *g as f64;
@@ -325,6 +352,9 @@ mod tests {
         for head in &r.heads {
             assert!(head.out[..7 * 64].iter().all(|&x| x == 0.0));
             assert!(head.out[7 * 64..].iter().any(|&x| x != 0.0));
+            // Their lse is +inf (FlashAttention's convention), the others' finite.
+            assert!(head.lse[..7].iter().all(|&x| x == f32::INFINITY));
+            assert!(head.lse[7..].iter().all(|x| x.is_finite()));
         }
     }
 

@@ -43,6 +43,10 @@ pub struct Row {
     /// their inputs were drawn with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checked: Option<String>,
+    /// A GREEN row of a kernel that writes the forward's lse (`evo_lse`): the largest
+    /// error of its lse against the reference's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lse_max_err: Option<f64>,
 }
 
 impl Row {
@@ -74,6 +78,7 @@ impl Row {
             gpu: None,
             seed: None,
             checked: None,
+            lse_max_err: None,
         }
     }
 
@@ -85,6 +90,7 @@ impl Row {
             reason: case.reason(),
             rel_frob: Some(case.rel_frob()),
             max_abs: Some(case.max_abs()),
+            lse_max_err: case.lse.as_ref().map(|l| l.lse.max_err),
             ..Row::base(kernel, genome_id, &case.problem, device, verdict)
         }
     }

@@ -50,6 +50,32 @@ impl Tolerance {
     }
 }
 
+/// The forward's log-sum-exp (`evo_lse`, kernels/ABI.md) is judged per row, the same
+/// limit for both dtypes: |got − expected| ≤ [`LSE_ABS`] + [`LSE_REL`]·|expected|.
+///
+/// Why these: the lse is never rounded to 16 bits. Kernel and reference both compute it
+/// in fp32 from the same rounded inputs, so the difference is fp32 accumulation order
+/// of Q·Kᵀ (about 2^-24·√D·|s| on a score, |s| up to a few hundred on the large-logit
+/// cases: a few 1e-4 there), the hardware's approximate exp2/log2 (a few ulps) and the log2 →
+/// ln conversion: well under 1e-4 absolute where |lse| is about 10, and a relative
+/// 1e-6 to 1e-5 where the large-logit cases make it hundreds. 2e-3 + 1e-3·|lse| leaves
+/// an order of magnitude above that, while the backward's P = exp(s − lse) stays within
+/// 0.2% + 0.1%·|lse| of its value; an lse in log2 units (off by a factor 1.44), without
+/// the scale, or of the wrong row misses by orders of magnitude.
+pub const LSE_ABS: f64 = 2e-3;
+/// See [`LSE_ABS`].
+pub const LSE_REL: f64 = 1e-3;
+
+/// Whether a written lse matches the reference's: both +inf (a row that sees no key),
+/// or both finite and within [`LSE_ABS`] + [`LSE_REL`]·|expected|. NaN never passes.
+pub fn lse_within(got: f32, expected: f32) -> bool {
+    if expected == f32::INFINITY || got == f32::INFINITY {
+        return got == expected;
+    }
+    let (g, e) = (got as f64, expected as f64);
+    within((g - e).abs(), LSE_ABS + LSE_REL * e.abs())
+}
+
 /// Where the largest absolute error is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Worst {
@@ -86,7 +112,7 @@ pub struct RowSummary {
 }
 
 /// `x <= limit`, false for NaN (a NaN error never passes).
-fn within(x: f64, limit: f64) -> bool {
+pub(crate) fn within(x: f64, limit: f64) -> bool {
     x.partial_cmp(&limit).is_some_and(|o| o.is_le())
 }
 
@@ -207,6 +233,20 @@ impl ErrorStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lse_limit_is_absolute_plus_relative_and_inf_only_matches_inf() {
+        assert!(lse_within(3.0019, 3.0));
+        assert!(!lse_within(3.0060, 3.0));
+        // At |lse| = 300 the relative part dominates: 0.302 allowed.
+        assert!(lse_within(300.3, 300.0));
+        assert!(!lse_within(300.31, 300.0));
+        assert!(lse_within(f32::INFINITY, f32::INFINITY));
+        assert!(!lse_within(f32::NEG_INFINITY, f32::INFINITY));
+        assert!(!lse_within(1e30, f32::INFINITY));
+        assert!(!lse_within(f32::INFINITY, 3.0));
+        assert!(!lse_within(f32::NAN, 3.0));
+    }
 
     #[test]
     fn exact_output_has_zero_error_and_passes() {

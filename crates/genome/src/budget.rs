@@ -2,9 +2,14 @@
 //! `static_assert`s against) and the registers its accumulators and wgmma need. The
 //! rules (`crate::rules`) compare these with the device's limits.
 
-use crate::genes::{Family, Genome, Math, OStore, Overlap, Residence, SmemLayout, Switch, WgSplit};
+use crate::genes::{
+    DqMode, Family, Genome, Math, OStore, Overlap, Residence, SmemLayout, Switch, WgSplit,
+};
 use crate::problem::HeadDim;
 use serde::{Deserialize, Serialize};
+
+mod hopper_bwd;
+pub use hopper_bwd::*;
 
 /// Byte sizes of the CTA's shared-memory regions, in the order the template lays them out.
 ///
@@ -12,8 +17,13 @@ use serde::{Deserialize, Serialize};
 /// `static_assert`s that the total equals [`SmemPlan::total`], which the host
 /// passes as `EVO_SMEM_BYTES`: host and template cannot drift apart silently.
 /// For the Hopper family `stats` holds the mbarriers (256 bytes) and the 1024 bytes
-/// by which the dynamic base is aligned up for the 128-byte swizzle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// by which the dynamic base is aligned up for the 128-byte swizzle. For the backward
+/// family it is the main kernel's plan (`q`: the Q and dO ring, `kv`: the CTA's K and V,
+/// `s_p`: dS transposed, `stats`: lse and dpsum per ring slot); the dq kernel has a plan
+/// of its own ([`SmemPlan::bwd_dq`]). The Hopper backward's plans are in
+/// `budget/hopper_bwd.rs` ([`SmemPlan::hopper_bwd_main`], [`SmemPlan::hopper_bwd_dq`]).
+/// `SmemPlan::default()` is the plan of a kernel that is not launched: all zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmemPlan {
     pub q: u32,
     pub kv: u32,
@@ -32,6 +42,12 @@ pub struct SmemPlan {
 impl SmemPlan {
     pub fn new(g: &Genome, head_dim: HeadDim) -> SmemPlan {
         let d = head_dim.get();
+        if g.family == Family::AmpereBwd {
+            return SmemPlan::bwd_main(g, head_dim);
+        }
+        if g.family == Family::HopperBwd {
+            return SmemPlan::hopper_bwd_main(g, head_dim);
+        }
         if g.family == Family::Hopper {
             // Tiles are stored in whole 64-column blocks (D96 as 128 columns).
             let ds = hopper_stored_columns(head_dim);
@@ -83,6 +99,72 @@ impl SmemPlan {
     pub fn total(&self) -> u32 {
         self.q + self.kv + self.s_p + self.stats + self.o + self.exchange + self.keys
     }
+
+    /// Backward, the main kernel (the template's `EVO_SMEM_BYTES`): K and V of the CTA's
+    /// keys, resident; a ring of `stages` Q and dO tiles with their rows' lse and dpsum;
+    /// dS transposed (16 bits, rows padded by 8), the A operand of dQ += dS·K.
+    pub fn bwd_main(g: &Genome, head_dim: HeadDim) -> SmemPlan {
+        let (bm, bn) = (g.block_m.get(), g.block_n.get());
+        let pitch = bwd_pitch(g, head_dim);
+        SmemPlan {
+            q: g.stages.get() * 2 * bm * pitch * 2,
+            kv: 2 * bn * pitch * 2,
+            s_p: bn * (bm + 8) * 2,
+            stats: g.stages.get() * 2 * bm * 4,
+            o: 0,
+            exchange: 0,
+            keys: 0,
+        }
+    }
+
+    /// Backward, the dq kernel of `dq_mode = "separate"` (the template's
+    /// `EVO_DQ_SMEM_BYTES`; all zero with `atomic`, which launches none): the CTA's Q and
+    /// dO rows with their lse and dpsum, resident; a ring of `stages` K and V tiles.
+    pub fn bwd_dq(g: &Genome, head_dim: HeadDim) -> SmemPlan {
+        if g.family != Family::AmpereBwd || g.dq_mode != DqMode::Separate {
+            return SmemPlan::default();
+        }
+        let (bm, bn) = (g.block_m.get(), g.block_n.get());
+        let pitch = bwd_pitch(g, head_dim);
+        SmemPlan {
+            q: 2 * bm * pitch * 2,
+            kv: g.stages.get() * 2 * bn * pitch * 2,
+            stats: 2 * bm * 4,
+            ..SmemPlan::default()
+        }
+    }
+}
+
+/// Backward: 16-bit elements per shared-memory row of a Q, dO, K or V tile (padded
+/// layout: 8 more, so ldmatrix rows fall into different banks).
+fn bwd_pitch(g: &Genome, head_dim: HeadDim) -> u32 {
+    head_dim.get()
+        + if g.smem_layout == SmemLayout::Padded {
+            8
+        } else {
+            0
+        }
+}
+
+/// Backward: registers per thread beside the fp32 accumulators that stay in registers
+/// for a whole loop (dK and dV in the main kernel, dQ in the dq kernel): the S, dP and
+/// dS fragments of a step, addresses and loop state.
+pub const BWD_REGISTER_HEADROOM: u32 = 40;
+
+/// Backward, the main kernel: fp32 dK and dV accumulators per thread. The CTA's
+/// 2 x block_n x D floats, spread over its warps' threads (warp w owns keys
+/// [w x block_n / warps, ...), a thread 1/32 of its warp's m16n8 C fragments).
+pub fn bwd_main_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
+    (2 * g.block_n.get() * head_dim.get()).div_ceil(32 * g.warps.get())
+}
+
+/// Backward, the dq kernel (`dq_mode = "separate"`, else 0): fp32 dQ accumulators per
+/// thread, block_m x D over the CTA's threads.
+pub fn bwd_dq_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
+    if g.dq_mode != DqMode::Separate {
+        return 0;
+    }
+    (g.block_m.get() * head_dim.get()).div_ceil(32 * g.warps.get())
 }
 
 /// Hopper: whether a persistent CTA holds a second Q-sized buffer, for O's staging or,
@@ -138,9 +220,16 @@ pub fn hopper_stored_columns(head_dim: HeadDim) -> u32 {
     head_dim.get().div_ceil(64) * 64
 }
 
-/// Floats per thread that the genome requires to live in registers.
+/// Floats per thread that the genome requires to live in registers (backward: in the
+/// more demanding of its two kernels).
 pub fn register_accumulators(g: &Genome, head_dim: HeadDim) -> u32 {
     let d = head_dim.get();
+    if g.family == Family::AmpereBwd {
+        return bwd_main_accumulators(g, head_dim).max(bwd_dq_accumulators(g, head_dim));
+    }
+    if g.family == Family::HopperBwd {
+        return hopper_bwd_consumer_needs(g, head_dim);
+    }
     if g.family == Family::Hopper {
         // One m64nN wgmma accumulator is N/2 floats per thread: O (N = D) and S (N = BN);
         // P, S converted to 16 bits, is BN/4 registers, live next to them. Counted with

@@ -16,6 +16,9 @@
 //!
 //! The dtype is not a class: a champion is compiled for either and the bench measures
 //! both (f16 and bf16 figures side by side).
+//!
+//! The backward is dispatched by head dim and dtype alone (`[[backward]]`, see
+//! [`backward`](BackwardEntry)).
 
 use crate::file::{from_toml, GenomeError, TomlError};
 use crate::problem::{MaskAlign, Problem};
@@ -23,8 +26,11 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+mod backward;
 mod checks;
 mod figures;
+pub use backward::BackwardEntry;
+use checks::check_champion_path;
 pub use figures::{BaselineFigure, Comparison};
 
 /// The file a champions folder holds its table in.
@@ -38,6 +44,9 @@ pub struct DispatchTable {
     pub device: String,
     #[serde(rename = "class", default)]
     pub classes: Vec<ShapeClass>,
+    /// The backward genome per head dim and dtype; tables written before it have none.
+    #[serde(rename = "backward", default, skip_serializing_if = "Vec::is_empty")]
+    pub backward: Vec<BackwardEntry>,
 }
 
 /// One shape class: the shape its champion was evolved on, and its figures.
@@ -135,6 +144,13 @@ pub enum DispatchError {
         recorded: String,
         file: PathBuf,
         actual: String,
+    },
+    #[error("{path}: backward entry `{entry}`: field `{field}` {message}")]
+    Backward {
+        path: PathBuf,
+        entry: String,
+        field: String,
+        message: String,
     },
     #[error("{path}: no class has head dim {head_dim}, so no champion can serve {problem}; evolve one (`evo evolve --problem ...`) and add it")]
     NoClass {
@@ -360,6 +376,7 @@ mod tests {
             .into_iter()
             .map(class)
             .collect(),
+            backward: Vec::new(),
         }
     }
 

@@ -4,9 +4,9 @@
 //! [`Genome::with_allele`]). The typed genes themselves are in [`crate::genes`].
 
 use crate::genes::{
-    BlockN, ConsumerWgs, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore,
-    Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch,
-    Tile, VecBytes, Warps, WgSplit,
+    BlockN, ConsumerWgs, DqMode, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks,
+    OStore, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages,
+    Switch, Tile, VecBytes, Warps, WgSplit,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -42,10 +42,11 @@ pub enum Gene {
     ClusterCombine,
     OStore,
     WgSplit,
+    DqMode,
 }
 
 /// Number of genes.
-pub const GENES: usize = 27;
+pub const GENES: usize = 28;
 
 impl Gene {
     /// All genes in canonical order.
@@ -77,6 +78,7 @@ impl Gene {
         Gene::ClusterCombine,
         Gene::OStore,
         Gene::WgSplit,
+        Gene::DqMode,
     ];
 
     /// The field name used in TOML and reports.
@@ -109,6 +111,7 @@ impl Gene {
             Gene::ClusterCombine => "cluster_combine",
             Gene::OStore => "o_store",
             Gene::WgSplit => "wg_split",
+            Gene::DqMode => "dq_mode",
         }
     }
 
@@ -137,6 +140,7 @@ impl Gene {
                 | Gene::ClusterCombine
                 | Gene::OStore
                 | Gene::WgSplit
+                | Gene::DqMode
         )
     }
 
@@ -144,20 +148,42 @@ impl Gene {
     /// held at its baseline value by [`crate::Genome::canonical`] and left out of the id:
     /// the Hopper template has no warp layout, residence or load-width choice of the
     /// Ampere kind (wgmma fixes them), and the Ampere template reads no Hopper gene.
+    /// The backward family `ampere_bwd` is mma.sync by definition, with P and dS in
+    /// registers: no math, residence or producer gene; the backward families have no
+    /// split or packed heads (a CTA owns keys and loops over the group's query heads), and
+    /// `dq_mode` is theirs. `hopper_bwd` reads the forward Hopper genes that mean the same
+    /// there (consumer warpgroups, setmaxnreg, stages, exp) and block_m (the query rows of
+    /// a step); its keys per CTA are 64 per consumer warpgroup, so block_n is no gene of
+    /// it, and its producer streams Q and dO with cp.async (no load gene, no Hopper
+    /// forward scheduling gene).
     pub fn applies(self, family: Family) -> bool {
+        let forward = family.pass() == crate::Pass::Forward;
         match self {
             Gene::Family => true,
-            Gene::BlockN | Gene::Stages | Gene::Exp | Gene::SplitKv | Gene::PackGqa => true,
-            Gene::ConsumerWgs
-            | Gene::HopperLoad
-            | Gene::ProducerRegs
+            Gene::Stages | Gene::Exp => true,
+            Gene::BlockN => family != Family::HopperBwd,
+            Gene::SplitKv | Gene::PackGqa => forward,
+            Gene::ConsumerWgs | Gene::ProducerRegs => {
+                matches!(family, Family::Hopper | Family::HopperBwd)
+            }
+            Gene::HopperLoad
             | Gene::Pingpong
             | Gene::SoftmaxOverlap
             | Gene::Persistent
             | Gene::ClusterCombine
             | Gene::OStore
             | Gene::WgSplit => family == Family::Hopper,
-            _ => family == Family::Ampere,
+            Gene::DqMode => !forward,
+            Gene::BlockM => family != Family::Hopper,
+            Gene::Warps
+            | Gene::KvLoad
+            | Gene::SmemLayout
+            | Gene::VecBytes
+            | Gene::RegCap
+            | Gene::MinBlocks => matches!(family, Family::Ampere | Family::AmpereBwd),
+            Gene::QkMath | Gene::PvMath | Gene::PPath | Gene::OAccum | Gene::ProducerWarps => {
+                family == Family::Ampere
+            }
         }
     }
 
@@ -208,6 +234,7 @@ impl Gene {
             Gene::SoftmaxOverlap => labels(Overlap::ALL),
             Gene::OStore => labels(OStore::ALL),
             Gene::WgSplit => labels(WgSplit::ALL),
+            Gene::DqMode => labels(DqMode::ALL),
         }
     }
 }
@@ -255,6 +282,7 @@ impl Genome {
             Gene::ClusterCombine => index_of(Switch::ALL, &self.cluster_combine),
             Gene::OStore => index_of(OStore::ALL, &self.o_store),
             Gene::WgSplit => index_of(WgSplit::ALL, &self.wg_split),
+            Gene::DqMode => index_of(DqMode::ALL, &self.dq_mode),
         }
     }
 
@@ -292,6 +320,7 @@ impl Genome {
             Gene::ClusterCombine => g.cluster_combine = Switch::ALL[index],
             Gene::OStore => g.o_store = OStore::ALL[index],
             Gene::WgSplit => g.wg_split = WgSplit::ALL[index],
+            Gene::DqMode => g.dq_mode = DqMode::ALL[index],
         }
         g
     }

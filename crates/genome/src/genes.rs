@@ -202,6 +202,42 @@ categorical! {
         /// `kernels/attention_sm90.cu`: wgmma, a producer warpgroup staging K/V into an
         /// mbarrier ring, setmaxnreg (sm_90a only).
         Hopper => "hopper",
+        /// `kernels/attention_bwd.cu`: the backward pass (dQ, dK, dV), FlashAttention-2's
+        /// design: mma.sync m16n8k16 + ldmatrix, a CTA per block of keys whose dK and dV
+        /// stay in registers (sm_89, sm_90).
+        AmpereBwd => "ampere_bwd",
+        /// `kernels/attention_bwd_sm90.cu`: the backward pass, FlashAttention-3's design:
+        /// wgmma, a producer warpgroup streaming Q and dO through an mbarrier ring, 64 keys
+        /// (and their dK, dV in registers) per consumer warpgroup, setmaxnreg (sm_90a only).
+        HopperBwd => "hopper_bwd",
+    }
+}
+
+categorical! {
+    /// Backward: how dQ, which every key block of a query row contributes to, is summed.
+    DqMode {
+        /// The key blocks' CTAs add dS·K into an fp32 accumulator with `atomicAdd`; a
+        /// last kernel scales it and writes dQ. Float atomics make the order, and so the
+        /// last bits, vary from run to run.
+        Atomic => "atomic",
+        /// A separate kernel, one CTA per block of query rows, recomputes S, P and dP
+        /// over the K/V tiles and sums dS·K in registers: no atomics, bitwise repeatable,
+        /// at the price of the recomputation.
+        Separate => "separate",
+        /// As `atomic`, but each warp stages its dS·K rows in shared memory and adds
+        /// them with the bulk reduce-add (`cp.reduce.async.bulk ... .add.f32`, one per
+        /// 64-column row segment) instead of `red.global` from registers: an sm_90
+        /// instruction, so `hopper_bwd` only. Not repeatable either.
+        TmaReduce => "tma_reduce",
+    }
+}
+
+// The gene macros own the enum's derives; its default is the value a genome of a
+// family it does not apply to holds (and a record leaves out).
+#[allow(clippy::derivable_impls)]
+impl Default for DqMode {
+    fn default() -> DqMode {
+        DqMode::Atomic
     }
 }
 
@@ -245,7 +281,8 @@ numeric! {
 /// Reading one (`raw::RawGenome`): an Ampere genome must list its 16 genes (a gene
 /// silently defaulted would make two kernels look the same); a Hopper genome lists
 /// the genes of its family and may leave out the Ampere-only ones, which do not shape
-/// its kernel and take their baseline values. That is the records' form (evaluations
+/// its kernel and take their baseline values; so does a backward (`ampere_bwd`,
+/// `hopper_bwd`) genome, whose `dq_mode` may be left out too. That is the records' form (evaluations
 /// and lineages leave genes at their default out); a genome FILE a person writes is
 /// held to every gene of its family and no other ([`crate::GenomeFile`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -315,6 +352,9 @@ pub struct Genome {
     /// block's K/V tiles ([`WgSplit`]).
     #[serde(default, skip_serializing_if = "is_default")]
     pub wg_split: WgSplit,
+    /// Backward: how dQ is summed over the key blocks ([`DqMode`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub dq_mode: DqMode,
 }
 
 // The gene macros own the enum's derives; its default is the value a file written
@@ -497,18 +537,23 @@ pub(crate) mod reg_cap_serde {
 }
 
 impl Genome {
-    /// Compute threads plus producer threads per CTA.
+    /// Compute threads plus producer threads per CTA (backward: of the main kernel,
+    /// and of the dq kernel, which has as many).
     pub fn threads(&self) -> u32 {
         match self.family {
             Family::Ampere => (self.warps.get() + self.producer_warps.get()) * 32,
             Family::Hopper => (self.consumer_wgs.get() + 1) * 128,
+            Family::AmpereBwd => self.warps.get() * 32,
+            Family::HopperBwd => (self.consumer_wgs.get() + 1) * 128,
         }
     }
 
-    /// Query rows per CTA: block_m (Ampere), 64 per consumer warpgroup (Hopper).
+    /// Query rows per CTA: block_m (Ampere), 64 per consumer warpgroup (Hopper); for the
+    /// backward, the query rows of one step of the main kernel's loop (and, for
+    /// `ampere_bwd`, of a dq CTA; `hopper_bwd`'s dq CTA has 64 per consumer warpgroup).
     pub fn rows_per_cta(&self) -> u32 {
         match self.family {
-            Family::Ampere => self.block_m.get(),
+            Family::Ampere | Family::AmpereBwd | Family::HopperBwd => self.block_m.get(),
             Family::Hopper if self.wg_split == WgSplit::Keys => 64,
             Family::Hopper => 64 * self.consumer_wgs.get(),
         }
@@ -584,6 +629,7 @@ impl Genome {
             cluster_combine: Switch::Off,
             o_store: OStore::Staged,
             wg_split: WgSplit::Rows,
+            dq_mode: DqMode::Atomic,
         }
     }
 }

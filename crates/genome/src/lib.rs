@@ -1,4 +1,4 @@
-//! The genome of a FlashAttention-style forward kernel.
+//! The genome of a FlashAttention-style attention kernel, forward or backward ([`Pass`]).
 //!
 //! This crate knows no CUDA: it holds the genes ([`Genome`]), the attention
 //! [`Problem`], the devices' resource limits ([`Target`]), the validity rules
@@ -12,6 +12,7 @@ pub mod file;
 pub mod gene;
 pub mod genes;
 pub mod head_dim;
+mod pass;
 pub mod problem;
 mod raw;
 pub mod rules;
@@ -22,10 +23,11 @@ pub mod target;
 
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
-    BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore,
-    Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages, Switch,
-    Tile, VecBytes, Warps, WgSplit, GENES,
+    BlockN, ConsumerWgs, DqMode, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks,
+    OStore, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages,
+    Switch, Tile, VecBytes, Warps, WgSplit, GENES,
 };
+pub use pass::Pass;
 pub use problem::{Dtype, HeadDim, MaskAlign, MaskArgs, Problem, MAX_DIM, SPEC_FORM};
 pub use rules::{Rule, SmemPlan, Violation};
 pub use target::Target;
@@ -37,7 +39,8 @@ pub use target::Target;
 /// genes that apply to the genome's family are hashed ([`Gene::applies`]), so two
 /// genomes that are the same kernel share an id; an Ampere genome hashes its 16
 /// genes without naming the family, which keeps every id recorded before the Hopper
-/// family existed.
+/// family existed. The other families hash `family=...;`, and only the backward families
+/// have `dq_mode`, so no forward id changed when the backward genes came.
 #[derive(
     Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -95,8 +98,39 @@ impl Genome {
     }
 
     /// One-line summary: `mma/mma P:regs O:regs 64x64 w4+p0 cp_async s2 swizzled v16 exp2 split1`,
-    /// or for the Hopper family `hopper wgmma 128x128 wg2 tma s2 exp2 split1 regs:24`.
+    /// for the Hopper family `hopper wgmma 128x128 wg2 tma s2 exp2 split1 regs:24`, for
+    /// the backward `ampere_bwd 128x64 w8 cp_async s2 swizzled v16 exp2 dq:atomic cap:none
+    /// mb1` (keys per CTA x query rows per step), for the Hopper backward `hopper_bwd
+    /// 128x64 wg2 s3 exp2 dq:atomic regs:32`.
     pub fn summary(&self) -> String {
+        if self.family == Family::HopperBwd {
+            return format!(
+                "hopper_bwd {}x{} wg{} s{} {} dq:{} regs:{}",
+                rules::hopper_bwd_block_n(self),
+                self.block_m,
+                self.consumer_wgs,
+                self.stages,
+                self.exp,
+                self.dq_mode,
+                self.allele_label(Gene::ProducerRegs)
+            );
+        }
+        if self.family == Family::AmpereBwd {
+            return format!(
+                "ampere_bwd {}x{} w{} {} s{} {} v{} {} dq:{} cap:{} mb{}",
+                self.block_n,
+                self.block_m,
+                self.warps,
+                self.kv_load,
+                self.stages,
+                self.smem_layout,
+                self.vec_bytes,
+                self.exp,
+                self.dq_mode,
+                self.allele_label(Gene::RegCap),
+                self.min_blocks
+            );
+        }
         if self.family == Family::Hopper {
             return format!(
                 "hopper wgmma {}x{} wg{}{} {} s{} {} split{}{} regs:{} pingpong:{} overlap:{}{}",

@@ -2,7 +2,7 @@
 //! must be present; [`Genome`] is read through it.
 
 use crate::genes::{
-    producer_regs_serde, reg_cap_serde, BlockN, ConsumerWgs, ExpFn, Family, Gene, Genome,
+    producer_regs_serde, reg_cap_serde, BlockN, ConsumerWgs, DqMode, ExpFn, Family, Gene, Genome,
     HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps, RegCap,
     Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps, WgSplit,
 };
@@ -50,6 +50,8 @@ pub(crate) struct RawGenome {
     o_store: OStore,
     #[serde(default)]
     wg_split: WgSplit,
+    #[serde(default)]
+    dq_mode: DqMode,
 }
 
 #[derive(Deserialize)]
@@ -66,10 +68,11 @@ impl TryFrom<RawGenome> for Genome {
     fn try_from(r: RawGenome) -> Result<Genome, String> {
         let base = Genome::baseline();
         let mut missing = Vec::new();
-        let hopper = r.family == Family::Hopper;
-        // A gene the family reads must be present; one it ignores may be left out.
+        // Every Ampere record states the 16 genes it always had; another family's
+        // genome must state those of them its family reads, and may leave out the rest.
+        let ampere = r.family == Family::Ampere;
         let mut take = |gene: Gene, found: bool| {
-            if !found && (gene.applies(r.family) || !hopper) {
+            if !found && (gene.applies(r.family) || ampere) {
                 missing.push(gene);
             }
         };
@@ -120,6 +123,7 @@ impl TryFrom<RawGenome> for Genome {
             cluster_combine: r.cluster_combine,
             o_store: r.o_store,
             wg_split: r.wg_split,
+            dq_mode: r.dq_mode,
         })
     }
 }

@@ -49,10 +49,22 @@ pub enum Rule {
     WgKeysStages,
     /// The keys split merges the warpgroups after a tile's stream, which a chain continues.
     WgKeysNotChained,
+    /// Backward: each warp of the main kernel owns whole 16-key slices of the CTA's keys.
+    BwdKeysPerWarp,
+    /// Backward, separate dq kernel: each warp owns whole 16-row slices of the CTA's rows.
+    BwdDqRowsPerWarp,
+    /// Hopper backward: a step's query rows are the N of Sᵀ's wgmma and whole 64-row M
+    /// units of dQ = dS·K.
+    HopperBwdBlockM,
+    /// Hopper backward: the template's exponential is `expf` or `exp2`.
+    HopperBwdExp,
+    /// The bulk reduce-add of `dq_mode = "tma_reduce"` is an sm_90 instruction that only
+    /// the Hopper backward template uses.
+    TmaReduceNeedsHopperBwd,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 14] = [
+    pub const ALL: [Rule; 19] = [
         Rule::PRegsNeedsMma,
         Rule::ORegsNeedsKnownLayout,
         Rule::SwizzleNeedsAddressedLoads,
@@ -67,6 +79,11 @@ impl Rule {
         Rule::WgKeysNeedsTwoWarpgroups,
         Rule::WgKeysStages,
         Rule::WgKeysNotChained,
+        Rule::BwdKeysPerWarp,
+        Rule::BwdDqRowsPerWarp,
+        Rule::HopperBwdBlockM,
+        Rule::HopperBwdExp,
+        Rule::TmaReduceNeedsHopperBwd,
     ];
 
     pub fn name(self) -> &'static str {
@@ -85,6 +102,11 @@ impl Rule {
             Rule::WgKeysNeedsTwoWarpgroups => "wg_keys_needs_two_warpgroups",
             Rule::WgKeysStages => "wg_keys_stages",
             Rule::WgKeysNotChained => "wg_keys_not_chained",
+            Rule::BwdKeysPerWarp => "bwd_keys_per_warp",
+            Rule::BwdDqRowsPerWarp => "bwd_dq_rows_per_warp",
+            Rule::HopperBwdBlockM => "hopper_bwd_block_m",
+            Rule::HopperBwdExp => "hopper_bwd_exp",
+            Rule::TmaReduceNeedsHopperBwd => "tma_reduce_needs_hopper_bwd",
         }
     }
 
@@ -112,12 +134,15 @@ impl Rule {
                 "register-resident accumulators (O, and S/P on the register path) must fit the \
                  255 registers one thread can address; for the Hopper family, the registers a \
                  consumer warpgroup's thread is given, and each wgmma within the launch \
-                 bound's registers"
+                 bound's registers; for the backward, each kernel's accumulators (dK and dV, \
+                 or dQ) with the registers a step needs beside them, and for the Hopper \
+                 backward a consumer's dK, dV, Sᵀ, dPᵀ and P within what setmaxnreg gives it"
             }
             Rule::SharedMemory => "the CTA's shared memory must fit the device's per-block limit",
             Rule::HopperNeedsSm90 => {
-                "the Hopper family is built from wgmma, setmaxnreg and cp.async.bulk.tensor, \
-                 which only sm_90 (compiled as sm_90a) has"
+                "the Hopper families (hopper, hopper_bwd) are built from wgmma, setmaxnreg and \
+                 the bulk copies (cp.async.bulk.tensor, cp.reduce.async.bulk), which only \
+                 sm_90 (compiled as sm_90a) has"
             }
             Rule::PingpongNeedsTwoWarpgroups => {
                 "ping-pong hands the tensor cores from one consumer warpgroup to the next; \
@@ -152,6 +177,31 @@ impl Rule {
                  last P·V; chained overlap continues the stream into the next tile's first \
                  steps, and the template's chained stream has no merge written into it"
             }
+            Rule::BwdKeysPerWarp => {
+                "the backward's main kernel keeps S, dP and the dK, dV accumulators of its \
+                 keys in mma.sync C fragments, which cover 16 rows: each warp owns \
+                 block_n / warps keys, so that must be whole 16-key slices"
+            }
+            Rule::BwdDqRowsPerWarp => {
+                "the separate dq kernel keeps S, dP and the dQ accumulator of its query rows \
+                 in mma.sync C fragments, which cover 16 rows: each warp owns block_m / warps \
+                 rows, so that must be whole 16-row slices"
+            }
+            Rule::HopperBwdBlockM => {
+                "the Hopper backward's step of block_m query rows is the N of Sᵀ = K·Qᵀ's \
+                 wgmma and is cut into 64-row units for dQ = dS·K, whose wgmma M is 64: \
+                 block_m must be whole 64-row units, and 192 never fits the registers"
+            }
+            Rule::HopperBwdExp => {
+                "the Hopper backward template computes P = exp(S - lse) by expf or by one \
+                 FFMA and ex2; it has no polynomial path of the kind exp2_fma selects"
+            }
+            Rule::TmaReduceNeedsHopperBwd => {
+                "dq_mode = \"tma_reduce\" adds dQ into the fp32 accumulator with the bulk \
+                 reduce-add (cp.reduce.async.bulk), an sm_90 instruction; the ampere_bwd \
+                 family is mma.sync code built for sm_80 and sm_89 too, which have no bulk \
+                 copies, so it adds dQ with red.global (atomic) or not at all (separate)"
+            }
         }
     }
 }
@@ -184,6 +234,9 @@ impl fmt::Display for Violation {
         )
     }
 }
+
+mod backward;
+mod hopper_backward;
 
 /// Where the checks report a failed rule: in full ([`violations`]), or only that one
 /// failed ([`is_valid`], which the search calls for every candidate it weighs, and which
@@ -221,6 +274,14 @@ pub fn violations(g: &Genome, head_dim: HeadDim, target: Target) -> Vec<Violatio
 
 /// Every rule, each failure reported to `out`.
 fn check(g: &Genome, head_dim: HeadDim, target: Target, out: &mut impl Report) {
+    if g.family == Family::AmpereBwd {
+        backward::check(g, head_dim, target, out);
+        return;
+    }
+    if g.family == Family::HopperBwd {
+        hopper_backward::check(g, head_dim, target, out);
+        return;
+    }
     if g.family == Family::Hopper {
         if target != Target::Sm90 {
             out.fail(

@@ -22,9 +22,11 @@ pub(crate) fn check_genes_stated(text: &str, path: &Path) -> Result<(), TomlErro
     };
     let family = match genes.get("family").map(toml::Value::as_str) {
         None => Family::Ampere,
-        Some(Some("ampere")) => Family::Ampere,
-        Some(Some("hopper")) => Family::Hopper,
-        Some(_) => return Ok(()),
+        Some(Some(label)) => match Family::ALL.iter().find(|f| f.label() == label) {
+            Some(&f) => f,
+            None => return Ok(()),
+        },
+        Some(None) => return Ok(()),
     };
     let error = |offset: usize, message: String| {
         let (line, column) = line_col(text, offset);
@@ -44,10 +46,10 @@ pub(crate) fn check_genes_stated(text: &str, path: &Path) -> Result<(), TomlErro
             key_offset(text, gene.name()),
             format!(
                 "gene `{}` does not apply to the {family} family: it shapes only {} kernels; \
-                 remove the line, or set family = \"{}\" if the design is meant for that family",
+                 remove the line, or set family = {} if the design is meant for that family",
                 gene.name(),
-                other(family),
-                other(family)
+                families_of(gene, |f| f.label().to_string()).join(" and "),
+                families_of(gene, |f| format!("\"{f}\"")).join(" or ")
             ),
         ));
     }
@@ -83,16 +85,22 @@ pub(crate) fn missing_message(family: Family, missing: &[Gene]) -> String {
     format!(
         "{noun} {} {verb} missing: {} {family} genome states every gene of its family; add {}",
         names.join(", "),
-        if family == Family::Ampere { "an" } else { "a" },
+        if family.label().starts_with('a') {
+            "an"
+        } else {
+            "a"
+        },
         lines.join("; ")
     )
 }
 
-fn other(family: Family) -> Family {
-    match family {
-        Family::Ampere => Family::Hopper,
-        Family::Hopper => Family::Ampere,
-    }
+/// The families a gene shapes, each written by `write`.
+fn families_of(gene: Gene, write: impl Fn(Family) -> String) -> Vec<String> {
+    Family::ALL
+        .iter()
+        .filter(|&&f| gene.applies(f))
+        .map(|&f| write(f))
+        .collect()
 }
 
 /// A gene's alleles as TOML values: `one of "off", "on"` or `one of 1, 2, 4`.

@@ -26,7 +26,7 @@ use crate::island::IslandConfig;
 use crate::search::Budget;
 use crate::space::SubSpace;
 use crate::strategy::{EvolutionParams, StrategyKind};
-use evo_genome::{from_toml, Problem, Target, TomlError};
+use evo_genome::{from_toml, Pass, Problem, Target, TomlError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -106,6 +106,10 @@ pub struct BudgetConfig {
     pub minutes: Option<f64>,
 }
 
+fn is_forward(p: &Pass) -> bool {
+    *p == Pass::Forward
+}
+
 /// The whole file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,6 +119,10 @@ pub struct ExperimentConfig {
     pub seed: u64,
     /// `auto`, `gpu` or `replay:DIR`.
     pub backend: String,
+    /// The pass the search's kernels compute: a backward search moves among backward
+    /// families only (absent: forward, every experiment recorded before the backward).
+    #[serde(default, skip_serializing_if = "is_forward")]
+    pub pass: Pass,
     /// Named genomes (`genomes/<name>.toml`) that start the evolutionary population.
     #[serde(default)]
     pub seeds: Vec<String>,

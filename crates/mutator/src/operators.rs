@@ -6,7 +6,7 @@
 //! randomness comes from the caller's RNG: the same RNG state gives the same child.
 
 use crate::space::{SearchSpace, SpaceError};
-use evo_genome::{space::STRUCTURAL, Gene, Genome, GenomeFile, GenomeId};
+use evo_genome::{space::structural_for_pass, Gene, Genome, GenomeFile, GenomeId};
 use evo_lineage::Operator;
 use rand::seq::IndexedRandom;
 use rand::Rng;
@@ -119,7 +119,7 @@ pub fn crossover<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<(Genome, Vec<Operator>), SpaceError> {
     let mut child = *a;
-    for gene in Gene::ALL {
+    for gene in space.genes() {
         if rng.random_bool(0.5) {
             child = child.with_allele(gene, b.allele_index(gene));
         }
@@ -153,7 +153,10 @@ fn repair_keeping<R: Rng + ?Sized>(
     let fixed = if space.is_valid(&projected) {
         projected
     } else {
-        let movable: Vec<Gene> = STRUCTURAL
+        // The genes a rule of the space's pass reads (the forward's are STRUCTURAL's, in
+        // its order, so a forward repair draws as it always did; the backward adds exp,
+        // which a rule of hopper_bwd reads).
+        let movable: Vec<Gene> = structural_for_pass(space.pass())
             .into_iter()
             .filter(|g| space.allowed(*g).len() > 1)
             .collect();

@@ -5,8 +5,13 @@
 //! genome except the listed ones; a recorded landscape declares one, and a search
 //! replaying that landscape must stay inside it, because outside it there are no
 //! measurements and replay never invents numbers.
+//!
+//! Every space is of one [`Pass`]: a forward search never proposes a backward kernel
+//! (nor mutates or repairs into one), and a backward search no forward kernel. The full
+//! space of a pass allows every allele of the genes that shape its families and holds
+//! the others at their baseline; [`SearchSpace::full`] is the forward's, unchanged.
 
-use evo_genome::{Family, Gene, Genome, HeadDim, Target, GENES};
+use evo_genome::{Family, Gene, Genome, HeadDim, Pass, Target, GENES};
 use rand::Rng;
 use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -81,6 +86,13 @@ pub enum SpaceError {
     NoValidGenome { head_dim: HeadDim, target: Target },
     #[error("an exhaustive walk needs a declared sub-space of at most {ENUMERABLE} points; this space has {0}")]
     NotEnumerable(u128),
+    #[error(
+        "sub-space: family `{family}` is a {} kernel, but the base genome's family `{base}` is \
+         a {} one; a search is of one pass: list families of the base's pass only",
+        family.pass(),
+        base.pass()
+    )]
+    MixedPasses { base: Family, family: Family },
 }
 
 impl SubSpace {
@@ -114,6 +126,14 @@ impl SubSpace {
             indices.sort_unstable();
             allowed[gene as usize] = indices;
         }
+        let base = self.base.family;
+        if let Some(&family) = allowed[Gene::Family as usize]
+            .iter()
+            .map(|&i| &Family::ALL[i])
+            .find(|f| f.pass() != base.pass())
+        {
+            return Err(SpaceError::MixedPasses { base, family });
+        }
         Ok(allowed)
     }
 }
@@ -139,6 +159,8 @@ fn restrict_families(allowed: &mut [Vec<usize>; GENES], target: Target) {
 #[derive(Debug, Clone)]
 pub struct SearchSpace {
     allowed: [Vec<usize>; GENES],
+    /// The pass of every family the space allows.
+    pass: Pass,
     pub head_dim: HeadDim,
     pub target: Target,
     /// The valid points, in lexicographic order, when the space is small enough.
@@ -146,19 +168,35 @@ pub struct SearchSpace {
 }
 
 impl SearchSpace {
-    /// Every allele of every gene.
+    /// Every allele of every forward gene: the forward's full space.
     pub fn full(head_dim: HeadDim, target: Target) -> SearchSpace {
-        let mut allowed = Gene::ALL.map(|g| (0..g.allele_count()).collect::<Vec<usize>>());
+        SearchSpace::full_for_pass(Pass::Forward, head_dim, target)
+    }
+
+    /// Every allele of every gene that shapes a family of `pass`, and only that pass's
+    /// families; the genes that shape none of them stay at their baseline.
+    pub fn full_for_pass(pass: Pass, head_dim: HeadDim, target: Target) -> SearchSpace {
+        let base = Genome::baseline();
+        let genes = pass.genes();
+        let mut allowed = Gene::ALL.map(|g| match g {
+            Gene::Family => (0..g.allele_count())
+                .filter(|&i| Family::ALL[i].pass() == pass)
+                .collect::<Vec<usize>>(),
+            g if genes.contains(&g) => (0..g.allele_count()).collect(),
+            g => vec![base.allele_index(g)],
+        });
         restrict_families(&mut allowed, target);
         SearchSpace {
             allowed,
+            pass,
             head_dim,
             target,
             valid_points: None,
         }
     }
 
-    /// A declared sub-space; fails when it names unknown genes or alleles, or has no valid point.
+    /// A declared sub-space, of its base genome's pass; fails when it names unknown genes
+    /// or alleles, a family of another pass, or has no valid point.
     pub fn sub(
         sub: &SubSpace,
         head_dim: HeadDim,
@@ -168,6 +206,7 @@ impl SearchSpace {
         restrict_families(&mut allowed, target);
         let mut space = SearchSpace {
             allowed,
+            pass: sub.base.pass(),
             head_dim,
             target,
             valid_points: None,
@@ -187,6 +226,18 @@ impl SearchSpace {
             space.valid_points = Some(points);
         }
         Ok(space)
+    }
+
+    /// The pass of the space's kernels.
+    pub fn pass(&self) -> Pass {
+        self.pass
+    }
+
+    /// The genes that shape a kernel of the space's pass, in canonical order: the genes
+    /// an operator draws for (one that shapes none of its kernels draws nothing, so a
+    /// forward search makes the draws it made before the backward genes existed).
+    pub fn genes(&self) -> Vec<Gene> {
+        self.pass.genes()
     }
 
     /// Allowed allele indices of a gene, ascending.
@@ -277,10 +328,11 @@ impl SearchSpace {
         self.valid_points.as_deref()
     }
 
-    /// A point drawn uniformly from the product of allowed alleles.
+    /// A point drawn uniformly from the product of allowed alleles (a gene of no family
+    /// of the pass takes its first allowed allele, without a draw).
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Genome {
-        let mut indices = [0; GENES];
-        for gene in Gene::ALL {
+        let mut indices = Gene::ALL.map(|g| self.allowed(g)[0]);
+        for gene in self.genes() {
             let allowed = self.allowed(gene);
             indices[gene as usize] = allowed[rng.random_range(0..allowed.len())];
         }

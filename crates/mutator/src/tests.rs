@@ -19,6 +19,7 @@ mod config;
 mod fixture;
 mod islands;
 mod landscape;
+mod passes;
 mod steady;
 
 fn fixture_dir() -> PathBuf {

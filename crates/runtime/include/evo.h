@@ -20,7 +20,7 @@ extern "C" {
 /* Status codes. */
 #define EVO_OK 0
 #define EVO_ERROR_INVALID_ARGUMENT 1 /* null/host/too-small pointer, bad dtype code, zero length */
-#define EVO_ERROR_UNSUPPORTED 2      /* no champion for this head dim or dtype: fall back */
+#define EVO_ERROR_UNSUPPORTED 2      /* no champion (or backward) for this head dim or dtype: fall back */
 #define EVO_ERROR_NO_DEVICE 3        /* no NVIDIA driver or GPU */
 #define EVO_ERROR_EXPORT 4           /* the export folder is missing or malformed */
 #define EVO_ERROR_KERNEL 5           /* a kernel breaks the ABI or was built for another GPU */
@@ -52,6 +52,32 @@ int evo_attention_forward(const void* q, const void* k, const void* v, void* o,
 int evo_attention_forward_ex(const void* q, const void* k, const void* v, void* o,
                              int B, int H, int Hkv, int Lq, int Lk, int D, int dtype, int causal,
                              int align, int window_left, int window_right, void* stream);
+
+/* evo_attention_forward_ex that also writes the log-sum-exp of every row, what
+ * evo_attention_backward takes: lse [B, H, Lq] fp32, the natural log of the sum over the
+ * keys row i sees of exp(q_i . k_j / sqrt(D)); +inf for a row that sees no key. It runs
+ * the champion's lse twin (the plain kernel writes no lse, so the calls above keep its
+ * speed); an export written before the twins is EVO_ERROR_UNSUPPORTED: export again. */
+int evo_attention_forward_lse(const void* q, const void* k, const void* v, void* o,
+                              float* lse, int B, int H, int Hkv, int Lq, int Lk, int D, int dtype,
+                              int causal, int align, int window_left, int window_right,
+                              void* stream);
+
+/* The gradients of O = attention(Q, K, V) for the upstream gradient dO [B, H, Lq, D]: dq
+ * [B, H, Lq, D], dk and dv [B, Hkv, Lk, D] (a K/V head's gradient is summed over the query
+ * heads that read it), in the dtype given, from the forward's o and lse (those
+ * evo_attention_forward_lse wrote for the same arguments). The mask arguments are
+ * evo_attention_forward_ex's. Every element of dq, dk and dv is written (zeros for a row
+ * that sees no key, a key no row sees). The runtime keeps the workspace (B*H*Lq*(D+1)
+ * floats per stream, grown when a call needs more; growing waits for the stream, so
+ * capture a graph after one call of the largest shape). EVO_ERROR_UNSUPPORTED when the
+ * export has no backward kernel for the head dim and dtype: compute the gradient
+ * another way. */
+int evo_attention_backward(const void* q, const void* k, const void* v,
+                           const void* o, const void* dO, const float* lse,
+                           void* dQ, void* dK, void* dV,
+                           int B, int H, int Hkv, int Lq, int Lk, int D, int dtype,
+                           int causal, int align, int window_left, int window_right, void* stream);
 
 /* The message of this thread's last error ("" after a success). */
 const char* evo_last_error(void);

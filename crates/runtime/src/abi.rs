@@ -23,6 +23,10 @@ pub const ABI_SYMBOL: &str = "evo_abi";
 /// A kernel that packs the query heads of a K/V head into one CTA's rows exports this
 /// as `{1}` (kernels/ABI.md, "Packed grouped-query heads").
 pub const PACK_GQA_SYMBOL: &str = "evo_pack_gqa";
+/// A kernel of the second ABI that writes the forward's log-sum-exp when asked exports
+/// this as `{1}`; it then takes `float* lse` last in both entry points (kernels/ABI.md,
+/// "The log-sum-exp output").
+pub const LSE_SYMBOL: &str = "evo_lse";
 /// The ABI versions the runtime launches.
 pub const ABI_VERSIONS: std::ops::RangeInclusive<u32> = 1..=2;
 
@@ -49,6 +53,24 @@ pub fn abi_version(v: &[i32]) -> Result<u32, String> {
              the signature with K/V heads and the mask (kernels/ABI.md), or nothing for the first",
             ABI_VERSIONS.start(),
             ABI_VERSIONS.end()
+        )),
+    }
+}
+
+/// Whether a module's `evo_lse` (`v`; `None` when it declares none) makes its entry
+/// points take the `lse` argument, refusing values other than 0 and 1 and an `evo_lse`
+/// of 1 in a kernel of the first ABI (whose signature has no place for it).
+pub fn takes_lse(v: Option<&[i32]>, abi: u32) -> Result<bool, String> {
+    match v.map(|v| v.first().copied()) {
+        None | Some(Some(0)) => Ok(false),
+        Some(Some(1)) if abi >= 2 => Ok(true),
+        Some(Some(1)) => Err(format!(
+            "`{LSE_SYMBOL}` is {{1}} in a kernel of the first ABI; the `lse` argument follows \
+             the second ABI's window_right: declare `{ABI_SYMBOL}` = {{2}} too (kernels/ABI.md)"
+        )),
+        Some(other) => Err(format!(
+            "`{LSE_SYMBOL}` is {other:?}; declare `extern \"C\" __constant__ int \
+             {LSE_SYMBOL}[1] = {{1}};` for a kernel that takes `float* lse` last, or nothing"
         )),
     }
 }
@@ -455,6 +477,16 @@ mod tests {
             ..ok
         };
         assert!(wide.check().unwrap_err().contains("at most 128"));
+    }
+
+    #[test]
+    fn evo_lse_is_0_or_1_and_needs_the_second_abi() {
+        assert_eq!(takes_lse(None, 2), Ok(false));
+        assert_eq!(takes_lse(None, 1), Ok(false));
+        assert_eq!(takes_lse(Some(&[0]), 2), Ok(false));
+        assert_eq!(takes_lse(Some(&[1]), 2), Ok(true));
+        assert!(takes_lse(Some(&[1]), 1).unwrap_err().contains("first ABI"));
+        assert!(takes_lse(Some(&[2]), 2).unwrap_err().contains("= {1};"));
     }
 
     #[test]

@@ -14,6 +14,8 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+mod gradient;
+
 /// The header `evo export` writes into an export's `include/`.
 pub const HEADER: &str = include_str!("../include/evo.h");
 
@@ -326,7 +328,7 @@ pub extern "C" fn evo_version() -> *const c_char {
 mod tests {
     use super::*;
 
-    fn last_error() -> String {
+    pub(super) fn last_error() -> String {
         // SAFETY: evo_last_error returns a NUL-terminated string owned by this thread.
         unsafe { CStr::from_ptr(evo_last_error()) }
             .to_string_lossy()
@@ -342,6 +344,12 @@ mod tests {
             "int evo_attention_forward_ex(const void* q, const void* k, const void* v, void* o,",
             "int B, int H, int Hkv, int Lq, int Lk, int D, int dtype, int causal,",
             "int align, int window_left, int window_right, void* stream);",
+            "int evo_attention_forward_lse(const void* q, const void* k, const void* v, void* o,",
+            "float* lse, int B, int H, int Hkv, int Lq, int Lk, int D, int dtype,",
+            "int evo_attention_backward(const void* q, const void* k, const void* v,",
+            "const void* o, const void* dO, const float* lse,",
+            "void* dQ, void* dK, void* dV,",
+            "int causal, int align, int window_left, int window_right, void* stream);",
             "const char* evo_last_error(void);",
             "const char* evo_version(void);",
         ] {

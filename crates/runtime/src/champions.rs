@@ -1,17 +1,21 @@
 //! An export's champions on this machine's GPUs: one call of [`Champions::forward`]
 //! checks the caller's arguments, picks the champion by the dispatch table's rule, loads
 //! its kernel on the GPU that holds the tensors (once; kept), and launches it on the
-//! caller's stream.
+//! caller's stream. [`Champions::forward_with_lse`] also writes the row's log-sum-exp,
+//! and [`Champions::backward`] runs the export's backward kernel of the head dim and
+//! dtype (the table's `[[backward]]` entries) on what those two wrote.
 //!
-//! The split-KV workspace is the runtime's, one per stream: calls on one stream are
-//! ordered, so they can share it, while two streams could run at once and cannot. It
-//! only grows, and growing waits for the stream first, which a stream being captured
-//! into a graph cannot do: a capture must follow one call of its largest shape (the
-//! warm-up PyTorch's graph capture asks for anyway).
+//! The workspace is the runtime's, one per stream, for the split-KV forward and the
+//! backward alike: calls on one stream are ordered, so they can share it, while two
+//! streams could run at once and cannot. It only grows, and growing waits for the
+//! stream first, which a stream being captured into a graph cannot do: a capture must
+//! follow one call of its largest shape (the warm-up PyTorch's graph capture asks for
+//! anyway).
 
+use crate::backward::{bwd_workspace_len, BackwardModule, BwdBuffers};
 use crate::device::{driver_present, open_context, pointer_info};
 use crate::error::{driver, RuntimeError};
-use crate::export::Export;
+use crate::export::{Export, KernelEntry};
 use crate::launch::Buffers;
 use crate::module::AttentionModule;
 use cudarc::driver::sys as cu;
@@ -32,12 +36,15 @@ struct DeviceState {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     compute_capability: (i32, i32),
-    modules: HashMap<(String, Dtype), Arc<AttentionModule>>,
+    /// Keyed by class, dtype and build (true: the lse twin).
+    modules: HashMap<(String, Dtype, bool), Arc<AttentionModule>>,
+    /// Keyed by head dim and dtype.
+    backward: HashMap<(u32, Dtype), Arc<BackwardModule>>,
     /// Keyed by the caller's stream handle.
     workspaces: HashMap<usize, Workspace>,
 }
 
-/// A device allocation of `floats` f32 for one stream's split-KV calls.
+/// A device allocation of `floats` f32 for one stream's split-KV and backward calls.
 struct Workspace {
     ctx: Arc<CudaContext>,
     ptr: cu::CUdeviceptr,
@@ -83,15 +90,133 @@ impl Champions {
         b: &Buffers,
         stream: cu::CUstream,
     ) -> Result<(), RuntimeError> {
+        // SAFETY: the caller's.
+        unsafe { self.forward_with_lse(p, b, None, stream) }
+    }
+
+    /// [`Self::forward`], also writing the forward's log-sum-exp (fp32 natural log,
+    /// `[B, H, Lq]`, +inf for a row that sees no key) to the device buffer `lse` when
+    /// it is some: what [`Self::backward`] takes. Such a call runs the champion's lse
+    /// twin (kernels/ABI.md, "The log-sum-exp output"), so the plain calls keep the
+    /// plain kernel's speed; an export without twins is [`RuntimeError::Unsupported`]
+    /// then.
+    ///
+    /// # Safety
+    /// As [`Self::forward`]; nothing else writes `lse` during the call.
+    pub unsafe fn forward_with_lse(
+        &self,
+        p: &Problem,
+        b: &Buffers,
+        lse: Option<u64>,
+        stream: cu::CUstream,
+    ) -> Result<(), RuntimeError> {
         p.validate().map_err(RuntimeError::InvalidArgument)?;
-        let (entry, kernel) = self.export.choose(p)?;
+        let (entry, kernel) = match lse {
+            Some(_) => self.export.choose_lse(p)?,
+            None => self.export.choose(p)?,
+        };
+        let (q_bytes, kv_bytes) = (p.q_elems() as u64 * 2, p.kv_elems() as u64 * 2);
+        let mut tensors = vec![
+            ("q", b.q, q_bytes),
+            ("k", b.k, kv_bytes),
+            ("v", b.v, kv_bytes),
+            ("o", b.o, q_bytes),
+        ];
+        if let Some(lse) = lse {
+            tensors.push(("lse", lse, lse_bytes(p)));
+        }
+        self.on_device(&tensors, stream, |state| {
+            let key = (entry.class.clone(), p.dtype, lse.is_some());
+            let module = match state.modules.get(&key) {
+                Some(m) => m.clone(),
+                None => {
+                    let image = self.export.image(kernel, state.compute_capability)?;
+                    let twin = if lse.is_some() { ", lse twin" } else { "" };
+                    let name = format!("champion {} ({}{twin})", entry.class, p.dtype);
+                    let m = Arc::new(AttentionModule::load(
+                        &state.ctx,
+                        &state.stream,
+                        &name,
+                        &image,
+                    )?);
+                    state.modules.insert(key, m.clone());
+                    m
+                }
+            };
+            let mut buffers = *b;
+            if let Some((o_len, lse_len)) = module.workspace_len(p) {
+                let ws = state.workspace(stream, o_len + lse_len)?;
+                buffers.ws_o = ws;
+                buffers.ws_lse = ws + (o_len * 4) as u64;
+            }
+            // SAFETY: the buffers (and lse) were checked to be device memory of this
+            // GPU, large enough for `p`; the workspace is sized by the module for `p`;
+            // the stream is the caller's (null or of this context, checked), and the
+            // context is current.
+            unsafe { module.forward_with_lse(stream, p, &buffers, lse) }
+        })
+    }
+
+    /// dQ, dK and dV of `O = attention(Q, K, V)` for the upstream gradient dO, from the
+    /// forward's O and log-sum-exp ([`Self::forward_with_lse`] on the same problem),
+    /// with the export's backward kernel for the head dim and dtype, enqueued on
+    /// `stream`. dK and dV are `[B, Hkv, Lk, D]`: a K/V head's gradient sums its group's
+    /// query heads. `b.ws` is ignored: the workspace is the runtime's. An export without
+    /// a backward for the head dim and dtype is [`RuntimeError::Unsupported`].
+    ///
+    /// # Safety
+    /// As [`Self::forward`], for the nine tensors; nothing else writes dQ, dK or dV
+    /// during the call.
+    pub unsafe fn backward(
+        &self,
+        p: &Problem,
+        b: &BwdBuffers,
+        stream: cu::CUstream,
+    ) -> Result<(), RuntimeError> {
+        p.validate().map_err(RuntimeError::InvalidArgument)?;
+        let (entry, kernel) = self.export.choose_backward(p)?;
+        let (q_bytes, kv_bytes) = (p.q_elems() as u64 * 2, p.kv_elems() as u64 * 2);
+        let tensors = [
+            ("q", b.q, q_bytes),
+            ("k", b.k, kv_bytes),
+            ("v", b.v, kv_bytes),
+            ("o", b.o, q_bytes),
+            ("do", b.d_o, q_bytes),
+            ("lse", b.lse, lse_bytes(p)),
+            ("dq", b.dq, q_bytes),
+            ("dk", b.dk, kv_bytes),
+            ("dv", b.dv, kv_bytes),
+        ];
+        self.on_device(&tensors, stream, |state| {
+            let module = state.backward_module(entry.head_dim, p.dtype, kernel, &self.export)?;
+            let buffers = BwdBuffers {
+                ws: state.workspace(stream, bwd_workspace_len(p))?,
+                ..*b
+            };
+            // SAFETY: the nine tensors were checked to be device memory of this GPU,
+            // large enough for `p`; the workspace holds `bwd_workspace_len(p)` floats;
+            // the stream is the caller's (null or of this context, checked), and the
+            // context is current.
+            unsafe { module.backward(stream, p, &buffers) }
+        })
+    }
+
+    /// Checks `tensors` (name, pointer, bytes needed) are device memory of one GPU,
+    /// opens that GPU's state (once), makes its context current, checks the stream
+    /// belongs to it and runs `body` on it.
+    fn on_device<R>(
+        &self,
+        tensors: &[(&str, u64, u64)],
+        stream: cu::CUstream,
+        body: impl FnOnce(&mut DeviceState) -> Result<R, RuntimeError>,
+    ) -> Result<R, RuntimeError> {
         if !driver_present() {
             return Err(open_context(0)
                 .err()
                 .unwrap_or_else(|| RuntimeError::NoDevice("libcuda was not found".into())));
         }
         cudarc::driver::result::init().map_err(driver("initialising the driver"))?;
-        let ordinal = check_buffers(p, b)?;
+        let ordinal = check_buffers(tensors)?;
         let mut devices = self
             .devices
             .lock()
@@ -105,54 +230,27 @@ impl Champions {
             .bind_to_thread()
             .map_err(driver("making the GPU's context current"))?;
         state.check_stream(stream, ordinal)?;
-        let key = (entry.class.clone(), p.dtype);
-        let module = match state.modules.get(&key) {
-            Some(m) => m.clone(),
-            None => {
-                let image = self.export.image(kernel, state.compute_capability)?;
-                let name = format!("champion {} ({})", entry.class, p.dtype);
-                let m = Arc::new(AttentionModule::load(
-                    &state.ctx,
-                    &state.stream,
-                    &name,
-                    &image,
-                )?);
-                state.modules.insert(key, m.clone());
-                m
-            }
-        };
-        let mut buffers = *b;
-        if let Some((o_len, lse_len)) = module.workspace_len(p) {
-            let ws = state.workspace(stream, o_len + lse_len)?;
-            buffers.ws_o = ws;
-            buffers.ws_lse = ws + (o_len * 4) as u64;
-        }
-        // SAFETY: the buffers were checked to be device memory of this GPU, large enough
-        // for `p`; the workspace is sized by the module for `p`; the stream is the
-        // caller's (null or of this context, checked), and the context is current.
-        unsafe { module.forward(stream, p, &buffers) }
+        body(state)
     }
 }
 
-/// Checks the four tensors are device memory of one GPU, each large enough for `p`;
-/// returns that GPU.
-fn check_buffers(p: &Problem, b: &Buffers) -> Result<usize, RuntimeError> {
-    let (q_bytes, kv_bytes) = (p.q_elems() as u64 * 2, p.kv_elems() as u64 * 2);
+/// Bytes of the fp32 `[B, H, Lq]` log-sum-exp.
+fn lse_bytes(p: &Problem) -> u64 {
+    (p.batch * p.heads) as u64 * p.q_len as u64 * 4
+}
+
+/// Checks each tensor (name, pointer, bytes needed) is device memory of one GPU, large
+/// enough; returns that GPU.
+fn check_buffers(tensors: &[(&str, u64, u64)]) -> Result<usize, RuntimeError> {
     let mut ordinal = None;
-    for (what, ptr, bytes) in [
-        ("q", b.q, q_bytes),
-        ("k", b.k, kv_bytes),
-        ("v", b.v, kv_bytes),
-        ("o", b.o, q_bytes),
-    ] {
+    for &(what, ptr, bytes) in tensors {
         let info = pointer_info(ptr, what)?;
         if let Some(after) = info.bytes_after {
             if after < bytes {
                 return Err(RuntimeError::InvalidArgument(format!(
                     "{what} has {after} bytes from its pointer to the end of its allocation, \
-                     but {} needs {bytes} ({}-bit [B, H, L, D], contiguous)",
-                    p.label(),
-                    16
+                     but the call needs {bytes} (contiguous [B, H, L, D] of 16-bit elements; \
+                     lse: [B, H, Lq] floats)"
                 )));
             }
         }
@@ -160,14 +258,14 @@ fn check_buffers(p: &Problem, b: &Buffers) -> Result<usize, RuntimeError> {
             None => ordinal = Some(info.ordinal),
             Some(o) if o != info.ordinal => {
                 return Err(RuntimeError::InvalidArgument(format!(
-                    "q is on GPU {o} but {what} on GPU {}; put all four tensors on one GPU",
+                    "q is on GPU {o} but {what} on GPU {}; put all the tensors on one GPU",
                     info.ordinal
                 )))
             }
             Some(_) => {}
         }
     }
-    Ok(ordinal.expect("four tensors checked"))
+    ordinal.ok_or_else(|| RuntimeError::InvalidArgument("no tensor given".into()))
 }
 
 impl DeviceState {
@@ -184,8 +282,32 @@ impl DeviceState {
             stream,
             compute_capability,
             modules: HashMap::new(),
+            backward: HashMap::new(),
             workspaces: HashMap::new(),
         })
+    }
+
+    /// The backward module of a head dim and dtype, loaded from `kernel` once.
+    fn backward_module(
+        &mut self,
+        head_dim: u32,
+        dtype: Dtype,
+        kernel: &KernelEntry,
+        export: &Export,
+    ) -> Result<Arc<BackwardModule>, RuntimeError> {
+        if let Some(m) = self.backward.get(&(head_dim, dtype)) {
+            return Ok(m.clone());
+        }
+        let image = export.image(kernel, self.compute_capability)?;
+        let name = format!("backward D{head_dim} ({dtype})");
+        let m = Arc::new(BackwardModule::load(
+            &self.ctx,
+            &self.stream,
+            &name,
+            &image,
+        )?);
+        self.backward.insert((head_dim, dtype), m.clone());
+        Ok(m)
     }
 
     /// A non-null stream must belong to this GPU's context.
@@ -223,7 +345,7 @@ impl DeviceState {
             .map_err(driver("asking whether the stream is being captured"))?;
         if status != cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
             return Err(RuntimeError::InvalidArgument(
-                "this call needs a larger split-KV workspace, which cannot be allocated \
+                "this call needs a larger workspace (split-KV or backward), which cannot be allocated \
                  while the stream is captured into a graph; make one call of the largest \
                  shape before the capture"
                     .into(),
@@ -238,9 +360,8 @@ impl DeviceState {
         }
         // SAFETY: the context is current (`forward` bound it); the allocation is freed
         // once, by `Workspace::drop`.
-        let ptr = unsafe { cudarc::driver::result::malloc_sync(floats * 4) }.map_err(driver(
-            format!("allocating a split-KV workspace of {floats} floats"),
-        ))?;
+        let ptr = unsafe { cudarc::driver::result::malloc_sync(floats * 4) }
+            .map_err(driver(format!("allocating a workspace of {floats} floats")))?;
         self.workspaces.insert(
             key,
             Workspace {

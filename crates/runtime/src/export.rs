@@ -5,6 +5,9 @@
 //! OUT/manifest.json            what is here: champions, kernels, versions (this module)
 //! OUT/dispatch.toml            the champions' table (crates/genome/src/dispatch.rs)
 //! OUT/kernels/CLASS.DTYPE.ptx  each champion per dtype (+ .cubin with --cubin)
+//! OUT/kernels/CLASS.DTYPE.lse.ptx  its lse twin (likewise), for the calls that ask
+//!                              for the forward's log-sum-exp
+//! OUT/kernels/bwd-dD.DTYPE.ptx the backward genome of head dim D per dtype (likewise)
 //! OUT/include/evo.h            the C ABI
 //! OUT/lib/libevo_runtime.so    the C ABI's implementation (this crate as a cdylib)
 //! OUT/python/evo_attention/    `sdpa(q, k, v, is_causal=False)` for PyTorch
@@ -21,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The Python module an export carries, as (path under `OUT/python/`, text).
-pub const PYTHON_MODULE: [(&str, &str); 3] = [
+pub const PYTHON_MODULE: [(&str, &str); 4] = [
     (
         "evo_attention/__init__.py",
         include_str!("../python/evo_attention/__init__.py"),
@@ -33,6 +36,10 @@ pub const PYTHON_MODULE: [(&str, &str); 3] = [
     (
         "evo_attention/_lib.py",
         include_str!("../python/evo_attention/_lib.py"),
+    ),
+    (
+        "evo_attention/_autograd.py",
+        include_str!("../python/evo_attention/_autograd.py"),
     ),
 ];
 
@@ -65,6 +72,40 @@ pub struct Manifest {
     /// exported kernel's output against an fp32 reference holds it to.
     #[serde(default)]
     pub tolerances: Vec<ToleranceEntry>,
+    /// The backward kernels, one entry per `[[backward]]` entry of the table; none in
+    /// an export of a table without them (or written before them).
+    #[serde(default)]
+    pub backward: Vec<BackwardChampionEntry>,
+}
+
+/// One backward genome of the table and its kernels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackwardChampionEntry {
+    pub head_dim: u32,
+    /// The dtype it serves; absent: both.
+    #[serde(default)]
+    pub dtype: Option<Dtype>,
+    /// The genome file (relative to the champions folder), name and id.
+    pub genome_file: String,
+    pub genome: String,
+    pub genome_id: String,
+    /// `ampere_bwd`: the template it is built from.
+    pub family: String,
+    /// Where the genome comes from (the table's `origin`: a search, or why none ran).
+    pub origin: String,
+    pub kernels: Vec<KernelEntry>,
+}
+
+impl BackwardChampionEntry {
+    /// The file names of a head dim's backward kernel in a dtype (without the folder).
+    pub fn file_stem(head_dim: u32, dtype: Dtype) -> String {
+        format!("bwd-d{head_dim}.{dtype}")
+    }
+
+    /// Whether it serves head dim `d` in `dtype`.
+    pub fn serves(&self, d: u32, dtype: Dtype) -> bool {
+        self.head_dim == d && self.dtype.is_none_or(|x| x == dtype)
+    }
 }
 
 /// GREEN's bound on the error of one dtype's output against an fp32 reference.
@@ -103,7 +144,14 @@ pub struct ChampionEntry {
     /// The bench record and the search those figures and the genome come from.
     pub bench: Option<String>,
     pub experiment: String,
+    /// The plain kernels, one per dtype: what `evo_attention_forward` runs.
     pub kernels: Vec<KernelEntry>,
+    /// The lse twins (the same genome built with `EVO_LSE` = 1, kernels/ABI.md "The
+    /// log-sum-exp output"), one per dtype: what a call that asks for the forward's
+    /// log-sum-exp runs. None in an export written before them: such calls are then
+    /// [`RuntimeError::Unsupported`].
+    #[serde(default)]
+    pub lse_kernels: Vec<KernelEntry>,
 }
 
 /// One compiled kernel of a champion.
@@ -122,6 +170,11 @@ impl KernelEntry {
     /// The file names of a class's kernel in a dtype (without the folder).
     pub fn file_stem(class: &str, dtype: Dtype) -> String {
         format!("{class}.{dtype}")
+    }
+
+    /// The file names of a class's lse twin in a dtype (without the folder).
+    pub fn lse_file_stem(class: &str, dtype: Dtype) -> String {
+        format!("{class}.{dtype}.lse")
     }
 }
 
@@ -187,12 +240,17 @@ impl Export {
         // elsewhere would have the runtime load a kernel or library evo did not write.
         let named = std::iter::once(("dispatch", manifest.dispatch.as_str()))
             .chain(manifest.library.iter().map(|l| ("library", l.as_str())))
-            .chain(manifest.champions.iter().flat_map(|c| {
-                c.kernels.iter().flat_map(|k| {
-                    std::iter::once(("ptx", k.ptx.as_str()))
-                        .chain(k.cubin.iter().map(|c| ("cubin", c.as_str())))
-                })
-            }));
+            .chain(
+                manifest
+                    .champions
+                    .iter()
+                    .flat_map(|c| c.kernels.iter().chain(&c.lse_kernels))
+                    .chain(manifest.backward.iter().flat_map(|b| b.kernels.iter()))
+                    .flat_map(|k| {
+                        std::iter::once(("ptx", k.ptx.as_str()))
+                            .chain(k.cubin.iter().map(|c| ("cubin", c.as_str())))
+                    }),
+            );
         for (field, rel) in named {
             if !inside(rel) {
                 return Err(RuntimeError::export(
@@ -221,11 +279,29 @@ impl Export {
                         ),
                     )
                 })?;
-            for k in &entry.kernels {
+            for (k, what) in entry
+                .kernels
+                .iter()
+                .map(|k| (k, "kernel"))
+                .chain(entry.lse_kernels.iter().map(|k| (k, "lse twin")))
+            {
                 if !dir.join(&k.ptx).is_file() {
                     return Err(RuntimeError::export(
                         dir.join(&k.ptx),
-                        format!("the {} kernel of `{}` is missing", k.dtype, class.name),
+                        format!("the {} {what} of `{}` is missing", k.dtype, class.name),
+                    ));
+                }
+            }
+        }
+        for b in &manifest.backward {
+            for k in &b.kernels {
+                if !dir.join(&k.ptx).is_file() {
+                    return Err(RuntimeError::export(
+                        dir.join(&k.ptx),
+                        format!(
+                            "the {} backward kernel of head dim {} is missing",
+                            k.dtype, b.head_dim
+                        ),
                     ));
                 }
             }
@@ -252,6 +328,21 @@ impl Export {
     /// The champion and kernel that serve `p` by the table's rule, or
     /// [`RuntimeError::Unsupported`] when no class has its head dim or no kernel its dtype.
     pub fn choose(&self, p: &Problem) -> Result<(&ChampionEntry, &KernelEntry), RuntimeError> {
+        self.choose_build(p, false)
+    }
+
+    /// [`Self::choose`] for a call that asks for the forward's log-sum-exp: the same
+    /// champion's lse twin, or [`RuntimeError::Unsupported`] for an export written before
+    /// the twins (its manifest names none).
+    pub fn choose_lse(&self, p: &Problem) -> Result<(&ChampionEntry, &KernelEntry), RuntimeError> {
+        self.choose_build(p, true)
+    }
+
+    fn choose_build(
+        &self,
+        p: &Problem,
+        lse: bool,
+    ) -> Result<(&ChampionEntry, &KernelEntry), RuntimeError> {
         let table_path = self.dir.join(&self.manifest.dispatch);
         let choice = self
             .table
@@ -268,14 +359,73 @@ impl Export {
                     format!("no champion entry for class `{}`", choice.class.name),
                 )
             })?;
+        if lse && entry.lse_kernels.is_empty() {
+            return Err(RuntimeError::Unsupported(format!(
+                "champion `{}` has no lse twin in {}: the export was written before the \
+                 forward's log-sum-exp became a kernel of its own (kernels/ABI.md, \"The \
+                 log-sum-exp output\"); export the champions again with this evo to ask \
+                 for the lse (evo_attention_forward_lse, the autograd path)",
+                entry.class,
+                self.dir.join(MANIFEST_FILE).display()
+            )));
+        }
+        let kernels = if lse {
+            &entry.lse_kernels
+        } else {
+            &entry.kernels
+        };
+        let kernel = kernels.iter().find(|k| k.dtype == p.dtype).ok_or_else(|| {
+            RuntimeError::Unsupported(format!(
+                "champion `{}` was not exported for {}{}",
+                entry.class,
+                p.dtype,
+                if lse { " with the lse" } else { "" }
+            ))
+        })?;
+        Ok((entry, kernel))
+    }
+
+    /// The backward genome and kernel that serve `p` (by head dim and dtype), or
+    /// [`RuntimeError::Unsupported`] saying the export has none for them.
+    pub fn choose_backward(
+        &self,
+        p: &Problem,
+    ) -> Result<(&BackwardChampionEntry, &KernelEntry), RuntimeError> {
+        let d = p.head_dim.get();
+        let entry = self
+            .manifest
+            .backward
+            .iter()
+            .find(|b| b.serves(d, p.dtype))
+            .ok_or_else(|| {
+                let have: Vec<String> = self
+                    .manifest
+                    .backward
+                    .iter()
+                    .map(|b| match b.dtype {
+                        Some(t) => format!("D{} {t}", b.head_dim),
+                        None => format!("D{}", b.head_dim),
+                    })
+                    .collect();
+                RuntimeError::Unsupported(format!(
+                    "this export has no backward kernel for head dim {d} in {} (it has {}); \
+                     a table's [[backward]] entries name them (`evo export` compiles them)",
+                    p.dtype,
+                    if have.is_empty() {
+                        "none".to_string()
+                    } else {
+                        have.join(", ")
+                    }
+                ))
+            })?;
         let kernel = entry
             .kernels
             .iter()
             .find(|k| k.dtype == p.dtype)
             .ok_or_else(|| {
                 RuntimeError::Unsupported(format!(
-                    "champion `{}` was not exported for {}",
-                    entry.class, p.dtype
+                    "the backward of head dim {d} was not exported for {}",
+                    p.dtype
                 ))
             })?;
         Ok((entry, kernel))

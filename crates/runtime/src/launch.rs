@@ -6,7 +6,7 @@
 //! bound to one launch, because the gates hand the same values to graph nodes they
 //! re-point every repeat, and the C ABI to a stream it does not own.
 
-use crate::abi::{encode_tensor_map, TensorMaps, ENTRY_COMBINE, ENTRY_FWD};
+use crate::abi::{encode_tensor_map, TensorMaps, ENTRY_COMBINE, ENTRY_FWD, LSE_SYMBOL};
 use crate::error::{driver, RuntimeError};
 use crate::module::AttentionModule;
 use cudarc::driver::sys::CUstream;
@@ -29,6 +29,9 @@ pub struct FwdArgs {
     pub scale: f32,
     /// The second ABI's arguments; none for a kernel of the first.
     pub shape: Option<ShapeArgs>,
+    /// The `lse` pointer, last, for a kernel that declares `evo_lse` (0: not asked);
+    /// none for one that does not (it takes no such argument).
+    pub lse: Option<u64>,
 }
 
 /// The arguments the second ABI adds after `scale` (kernels/ABI.md): K/V heads, the
@@ -94,7 +97,25 @@ impl Args for FwdArgs {
                 param(&mut shape.window_right),
             ]);
         }
+        if let Some(lse) = &mut self.lse {
+            out.push(param(lse));
+        }
         out
+    }
+}
+
+/// The `lse` argument of a call (kernels/ABI.md, "The log-sum-exp output"): for a
+/// kernel that declares `evo_lse` (`takes`), the pointer asked for or null; for one that
+/// does not, no argument, and asking it for the lse is an error naming `kernel`.
+pub fn lse_arg(kernel: &str, takes: bool, asked: Option<u64>) -> Result<Option<u64>, RuntimeError> {
+    match (takes, asked) {
+        (true, asked) => Ok(Some(asked.unwrap_or(0))),
+        (false, None) => Ok(None),
+        (false, Some(_)) => Err(RuntimeError::Unsupported(format!(
+            "{kernel} does not declare `{LSE_SYMBOL}`, so it cannot write the forward's \
+             log-sum-exp; a kernel that can declares `extern \"C\" __constant__ int \
+             {LSE_SYMBOL}[1] = {{1}};` and takes `float* lse` last (kernels/ABI.md)"
+        ))),
     }
 }
 
@@ -108,11 +129,13 @@ pub struct CombineArgs {
     pub h: i32,
     pub lq: i32,
     pub splits: i32,
+    /// As [`FwdArgs::lse`]: with split-KV the combine writes the lse.
+    pub lse: Option<u64>,
 }
 
 impl Args for CombineArgs {
     fn params(&mut self) -> Vec<*mut c_void> {
-        vec![
+        let mut out = vec![
             param(&mut self.ws_o),
             param(&mut self.ws_lse),
             param(&mut self.o),
@@ -120,7 +143,11 @@ impl Args for CombineArgs {
             param(&mut self.h),
             param(&mut self.lq),
             param(&mut self.splits),
-        ]
+        ];
+        if let Some(lse) = &mut self.lse {
+            out.push(param(lse));
+        }
+        out
     }
 }
 
@@ -229,14 +256,18 @@ impl AttentionModule {
     }
 
     /// The arguments of the call on `b` (with `maps` from [`Self::encode_maps`] of the
-    /// same buffers when the kernel asks for tensor maps).
+    /// same buffers when the kernel asks for tensor maps), writing the forward's
+    /// log-sum-exp to `lse` (fp32 `[B, H, Lq]`) when it is some; a kernel that does not
+    /// declare `evo_lse` refuses that.
     pub fn args(
         &self,
         p: &Problem,
         b: &Buffers,
         maps: Option<TensorMaps>,
+        lse: Option<u64>,
     ) -> Result<(FwdArgs, CombineArgs), RuntimeError> {
         self.states(p)?;
+        let lse = lse_arg(self.name(), self.writes_lse(), lse)?;
         // The combine runs over the launch's rows (a packing kernel's are K/V heads').
         let view = self.launch_view(p);
         if let Some(spec) = self.tensor_map_spec() {
@@ -264,6 +295,7 @@ impl AttentionModule {
                 causal: p.causal as i32,
                 scale: 1.0f32 / (p.head_dim.get() as f32).sqrt(),
                 shape: (self.abi() >= 2).then(|| ShapeArgs::of(p)),
+                lse,
             },
             CombineArgs {
                 ws_o: b.ws_o,
@@ -273,6 +305,7 @@ impl AttentionModule {
                 h: view.heads as i32,
                 lq: view.q_len as i32,
                 splits: self.geometry().split_kv as i32,
+                lse,
             },
         ))
     }
@@ -326,6 +359,24 @@ impl AttentionModule {
         p: &Problem,
         b: &Buffers,
     ) -> Result<(), RuntimeError> {
+        // SAFETY: the caller's.
+        unsafe { self.forward_with_lse(stream, p, b, None) }
+    }
+
+    /// [`Self::forward`], also writing the forward's log-sum-exp (fp32 natural log,
+    /// `[B, H, Lq]`, +inf for a row that sees no key) to the device buffer `lse` when it
+    /// is some: a kernel that does not declare `evo_lse` refuses it.
+    ///
+    /// # Safety
+    /// As [`Self::forward`]; `lse`, when some, is a device buffer of `B·H·Lq` floats of
+    /// the same context.
+    pub unsafe fn forward_with_lse(
+        &self,
+        stream: CUstream,
+        p: &Problem,
+        b: &Buffers,
+        lse: Option<u64>,
+    ) -> Result<(), RuntimeError> {
         if self.workspace_len(p).is_some() && (b.ws_o == 0 || b.ws_lse == 0) {
             return Err(RuntimeError::InvalidArgument(format!(
                 "{} splits the keys {} ways and needs a workspace; none was given",
@@ -334,7 +385,7 @@ impl AttentionModule {
             )));
         }
         let maps = self.encode_maps(p, b)?;
-        let (mut fwd, mut combine) = self.args(p, b, maps)?;
+        let (mut fwd, mut combine) = self.args(p, b, maps, lse)?;
         // SAFETY: the caller's; the arguments are `args`' for `p` on `b`.
         unsafe { self.enqueue(stream, p, &mut fwd, &mut combine) }
     }
@@ -372,6 +423,7 @@ mod tests {
             causal: 1,
             scale: 0.125,
             shape: None,
+            lse: None,
         };
         let params = args.params();
         assert_eq!(params.len(), 12);
@@ -428,6 +480,82 @@ mod tests {
             )
         };
         assert_eq!((scale, hkv, diag), (0.125, 2, -3));
+    }
+
+    #[test]
+    fn the_lse_pointer_is_last_and_only_for_a_kernel_that_declares_evo_lse() {
+        let buffers = Buffers {
+            o: 4,
+            ..Buffers::default()
+        };
+        let shape = ShapeArgs {
+            kv_heads: 2,
+            diag: 0,
+            window_left: -1,
+            window_right: 5,
+        };
+        let fwd = |lse| FwdArgs {
+            maps: None,
+            buffers,
+            b: 1,
+            h: 2,
+            lq: 3,
+            lk: 4,
+            causal: 0,
+            scale: 0.125,
+            shape: Some(shape),
+            lse,
+        };
+        // A kernel without evo_lse: the second ABI's 16 arguments, window_right last.
+        let mut without = fwd(lse_arg("k.cu", false, None).unwrap());
+        let params = without.params();
+        assert_eq!(params.len(), 16);
+        // SAFETY: each pointer points into `without`, alive here; the types are the fields'.
+        assert_eq!(unsafe { *(params[15] as *const i32) }, 5);
+        // Declared and not asked: a null pointer after window_right.
+        let mut null = fwd(lse_arg("k.cu", true, None).unwrap());
+        let params = null.params();
+        assert_eq!(params.len(), 17);
+        // SAFETY: as above.
+        assert_eq!(unsafe { *(params[16] as *const u64) }, 0);
+        // Asked: the buffer's address, after the tensor maps' usual arguments too.
+        let zero = TensorMapArg([0; 16]);
+        let mut asked = FwdArgs {
+            maps: Some(TensorMaps {
+                q: zero,
+                k: zero,
+                v: zero,
+                o: Some(zero),
+            }),
+            ..fwd(lse_arg("k.cu", true, Some(0xABC0)).unwrap())
+        };
+        let params = asked.params();
+        assert_eq!(params.len(), 21);
+        // SAFETY: as above.
+        assert_eq!(unsafe { *(params[20] as *const u64) }, 0xABC0);
+        // The combine takes it after splits.
+        let combine = |lse| CombineArgs {
+            ws_o: 1,
+            ws_lse: 2,
+            o: 3,
+            b: 1,
+            h: 2,
+            lq: 3,
+            splits: 4,
+            lse,
+        };
+        assert_eq!(combine(None).params().len(), 7);
+        let mut c = combine(Some(0xDEF0));
+        let params = c.params();
+        assert_eq!(params.len(), 8);
+        // SAFETY: as above.
+        let (splits, lse) = unsafe { (*(params[6] as *const i32), *(params[7] as *const u64)) };
+        assert_eq!((splits, lse), (4, 0xDEF0));
+        // Asking a kernel that does not declare evo_lse is an error that says so.
+        let why = lse_arg("k.cu", false, Some(0xABC0))
+            .unwrap_err()
+            .to_string();
+        assert!(why.contains("k.cu does not declare `evo_lse`"), "{why}");
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! the reason, never a panic ([`driver_present`] is asked before cudarc is touched).
 
 pub mod abi;
+pub mod backward;
 pub mod capi;
 mod champions;
 mod device;
@@ -25,6 +26,7 @@ mod module;
 pub mod snapshot;
 
 pub use abi::{encode_tensor_map, Geometry, TensorMapArg, TensorMapSpec, TensorMaps};
+pub use backward::{bwd_workspace_len, BackwardModule, BwdBuffers, BwdGeometry};
 pub use champions::Champions;
 pub use device::{driver_present, open_context, pointer_info, PointerInfo};
 pub use error::{driver, driver_message, RuntimeError};

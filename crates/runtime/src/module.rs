@@ -2,9 +2,9 @@
 //! maps it declares (kernels/ABI.md), checked against the device before any launch.
 
 use crate::abi::{
-    abi_version, first_abi_refuses, persistent_ctas, Geometry, TensorMapSpec, ABI_SYMBOL,
-    ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL, PACK_GQA_SYMBOL, PERSISTENT_SYMBOL,
-    TENSOR_MAPS_SYMBOL, TENSOR_MAP_O_SYMBOL,
+    abi_version, first_abi_refuses, persistent_ctas, takes_lse, Geometry, TensorMapSpec,
+    ABI_SYMBOL, ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL, LSE_SYMBOL, PACK_GQA_SYMBOL,
+    PERSISTENT_SYMBOL, TENSOR_MAPS_SYMBOL, TENSOR_MAP_O_SYMBOL,
 };
 use crate::error::{driver, RuntimeError};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
@@ -44,6 +44,37 @@ pub struct AttentionModule {
     tensor_maps: Option<TensorMapSpec>,
     abi: u32,
     pack_gqa: bool,
+    /// The kernel declares `evo_lse`: both entry points take `float* lse` last.
+    lse: bool,
+}
+
+/// Loads a module image into `ctx`; a module built for another GPU or driver gets the
+/// message that says to export it again.
+pub(crate) fn load_image(
+    ctx: &Arc<CudaContext>,
+    name: &str,
+    image: &ModuleImage,
+) -> Result<Arc<CudaModule>, RuntimeError> {
+    let ptx = match image {
+        ModuleImage::Cubin(bytes) => Ptx::from_binary(bytes.clone()),
+        ModuleImage::Ptx(text) => Ptx::from_src(text.clone()),
+    };
+    ctx.load_module(ptx).map_err(|e| {
+        let during = format!("loading the module of {name}");
+        match e.0 {
+            // The one failure a user meets by copying an export to another GPU.
+            cudarc::driver::sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+            | cudarc::driver::sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+            | cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_PTX => RuntimeError::Abi(format!(
+                "{name} was not built for this GPU (compute capability {:?}) or \
+                     this driver ({}); export the champions again for it \
+                     (`evo export --arch ...`)",
+                ctx.compute_capability().unwrap_or((0, 0)),
+                crate::error::driver_message(&e)
+            )),
+            _ => driver(during)(e),
+        }
+    })
 }
 
 /// An entry point of a module, or an error that says how to declare it.
@@ -60,7 +91,7 @@ pub fn function(
     })
 }
 
-fn ints(raw: &[u8]) -> Vec<i32> {
+pub(crate) fn ints(raw: &[u8]) -> Vec<i32> {
     raw.chunks_exact(4)
         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
@@ -76,28 +107,7 @@ impl AttentionModule {
         name: &str,
         image: &ModuleImage,
     ) -> Result<AttentionModule, RuntimeError> {
-        let ptx = match image {
-            ModuleImage::Cubin(bytes) => Ptx::from_binary(bytes.clone()),
-            ModuleImage::Ptx(text) => Ptx::from_src(text.clone()),
-        };
-        let module = ctx.load_module(ptx).map_err(|e| {
-            let during = format!("loading the module of {name}");
-            match e.0 {
-                // The one failure a user meets by copying an export to another GPU.
-                cudarc::driver::sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
-                | cudarc::driver::sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
-                | cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_PTX => {
-                    RuntimeError::Abi(format!(
-                        "{name} was not built for this GPU (compute capability {:?}) or \
-                         this driver ({}); export the champions again for it \
-                         (`evo export --arch ...`)",
-                        ctx.compute_capability().unwrap_or((0, 0)),
-                        crate::error::driver_message(&e)
-                    ))
-                }
-                _ => driver(during)(e),
-            }
-        })?;
+        let module = load_image(ctx, name, image)?;
         let fwd = function(&module, name, ENTRY_FWD)?;
         let symbol = module.get_global(GEOMETRY_SYMBOL, stream).map_err(|e| {
             RuntimeError::Abi(format!(
@@ -170,6 +180,11 @@ impl AttentionModule {
                 )))
             }
         };
+        let lse = takes_lse(
+            declared_ints(&module, stream, image, name, LSE_SYMBOL, 1)?.as_deref(),
+            abi,
+        )
+        .map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
         if let Some(v) = declared_ints(&module, stream, image, name, PERSISTENT_SYMBOL, 1)? {
             let per_sm =
                 persistent_ctas(&v).map_err(|m| RuntimeError::Abi(format!("{name}: {m}")))?;
@@ -197,6 +212,7 @@ impl AttentionModule {
             tensor_maps,
             abi,
             pack_gqa,
+            lse,
         })
     }
 
@@ -237,6 +253,13 @@ impl AttentionModule {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether the kernel declares `evo_lse` (kernels/ABI.md, "The log-sum-exp
+    /// output"): it can write the forward's log-sum-exp, and its entry points take the
+    /// `lse` pointer last (null when not asked).
+    pub fn writes_lse(&self) -> bool {
+        self.lse
     }
 
     pub fn geometry(&self) -> Geometry {
@@ -286,7 +309,7 @@ pub fn packed_view(p: &Problem, pack: bool) -> Problem {
 /// The first `n` ints of an optional ABI symbol, None when the module does not declare
 /// it. Only a module whose symbol table names it is asked for it: a failed look-up is a
 /// driver error that compute-sanitizer counts against the run.
-fn declared_ints(
+pub(crate) fn declared_ints(
     module: &Arc<CudaModule>,
     stream: &Arc<CudaStream>,
     image: &ModuleImage,

@@ -3,17 +3,40 @@
 //! the nearest work; ties to the nearest key length, then the nearest group), on the
 //! recorded H100 table: the Rust runtime (`Export::choose`, what the C ABI runs) and the
 //! export's Python module (`evo_attention.dispatch`, what `sdpa` runs) must both give
-//! them. No GPU and no NVRTC: the export is a manifest and empty kernel files.
+//! them; the backward kernel of a head dim and dtype, and UNSUPPORTED where there is
+//! none; the Python module's decision between the champion, the differentiable call and
+//! torch's fallback. No GPU and no NVRTC: the export is a manifest and empty kernel files.
 
 use evo_genome::dispatch::{DispatchTable, DISPATCH_FILE};
 use evo_genome::{Dtype, Problem};
-use evo_runtime::export::{ChampionEntry, KernelEntry, Manifest, MANIFEST_FILE, MANIFEST_FORMAT};
-use evo_runtime::Export;
+use evo_runtime::export::{
+    BackwardChampionEntry, ChampionEntry, KernelEntry, Manifest, MANIFEST_FILE, MANIFEST_FORMAT,
+};
+use evo_runtime::{Buffers, BwdBuffers, Champions, Export, RuntimeError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The stdout of `script` run by python3 with the export's Python module importable and
+/// the export folder `export` as its argument; the script must succeed.
+fn python_stdout(script: &str, export: &Path) -> String {
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(export)
+        .env("PYTHONPATH", repo().join("crates/runtime/python"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    text.trim().to_string()
 }
 
 /// (problem, the class it must get, why): each worked out from the table's classes.
@@ -137,34 +160,46 @@ const PICKS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_folder(&path, &dest);
+        } else {
+            std::fs::copy(&path, dest).unwrap();
+        }
+    }
+}
+
 /// An export of the recorded table without kernels: the manifest `evo export` would
 /// write, the table with its champions, and an empty file per kernel.
 fn fake_export(out: &Path) -> DispatchTable {
     let champions = repo().join("genomes/champions/h100");
     std::fs::create_dir_all(out.join("kernels")).unwrap();
-    for entry in std::fs::read_dir(&champions).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, out.join(path.file_name().unwrap())).unwrap();
-    }
+    copy_folder(&champions, out);
     let table = DispatchTable::load(&out.join(DISPATCH_FILE)).unwrap_or_else(|e| panic!("{e}"));
     let entries = table
         .classes
         .iter()
         .map(|c| {
             let p = c.problem().unwrap();
-            let kernels = Dtype::ALL
-                .into_iter()
-                .map(|dtype| {
-                    let ptx = format!("kernels/{}.ptx", KernelEntry::file_stem(&c.name, dtype));
-                    std::fs::write(out.join(&ptx), "").unwrap();
-                    KernelEntry {
-                        dtype,
-                        arch: "sm_90a".into(),
-                        ptx,
-                        cubin: None,
-                    }
-                })
-                .collect();
+            let kernels = |stem: fn(&str, Dtype) -> String| {
+                Dtype::ALL
+                    .into_iter()
+                    .map(|dtype| {
+                        let ptx = format!("kernels/{}.ptx", stem(&c.name, dtype));
+                        std::fs::write(out.join(&ptx), "").unwrap();
+                        KernelEntry {
+                            dtype,
+                            arch: "sm_90a".into(),
+                            ptx,
+                            cubin: None,
+                        }
+                    })
+                    .collect()
+            };
             ChampionEntry {
                 class: c.name.clone(),
                 shape: c.shape.clone(),
@@ -182,7 +217,8 @@ fn fake_export(out: &Path) -> DispatchTable {
                 measured_dtype: Some("f16".into()),
                 bench: c.bench.clone(),
                 experiment: c.experiment.clone(),
-                kernels,
+                kernels: kernels(KernelEntry::file_stem),
+                lse_kernels: kernels(KernelEntry::lse_file_stem),
             }
         })
         .collect();
@@ -196,6 +232,34 @@ fn fake_export(out: &Path) -> DispatchTable {
         library: None,
         champions: entries,
         tolerances: Vec::new(),
+        backward: table
+            .backward
+            .iter()
+            .map(|b| BackwardChampionEntry {
+                head_dim: b.head_dim,
+                dtype: b.dtype,
+                genome_file: b.genome.clone(),
+                genome: "fa2-bwd".into(),
+                genome_id: "0".repeat(16),
+                family: "ampere_bwd".into(),
+                origin: b.origin.clone(),
+                kernels: b
+                    .serves()
+                    .into_iter()
+                    .map(|(d, dtype)| {
+                        let ptx =
+                            format!("kernels/{}.ptx", BackwardChampionEntry::file_stem(d, dtype));
+                        std::fs::write(out.join(&ptx), "").unwrap();
+                        KernelEntry {
+                            dtype,
+                            arch: "sm_90".into(),
+                            ptx,
+                            cubin: None,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect(),
     };
     std::fs::write(
         out.join(MANIFEST_FILE),
@@ -238,6 +302,73 @@ fn the_runtime_runs_the_champion_the_rule_gives_by_hand() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// A call that asks for the forward's log-sum-exp runs the same champion's lse twin
+/// (kernels/ABI.md, "The log-sum-exp output"); a missing twin file is named when the
+/// export opens; an export written before the twins (no `lse_kernels`) still opens and
+/// serves the plain calls, and refuses the lse calls as unsupported, saying to export
+/// again.
+#[test]
+fn lse_calls_run_the_twin_and_an_export_without_twins_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_export(dir.path());
+    let export = Export::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    for spec in ["1,8,512,512,64,f16", "2,16,4096,4096,128,bf16,causal"] {
+        let p: Problem = spec.parse().unwrap();
+        let (entry, plain) = export.choose(&p).unwrap();
+        let (twin_entry, twin) = export.choose_lse(&p).unwrap();
+        assert_eq!(twin_entry.class, entry.class, "{spec}");
+        assert_eq!((plain.dtype, twin.dtype), (p.dtype, p.dtype));
+        assert_eq!(
+            twin.ptx,
+            format!(
+                "kernels/{}.ptx",
+                KernelEntry::lse_file_stem(&entry.class, p.dtype)
+            )
+        );
+        assert_ne!(plain.ptx, twin.ptx);
+    }
+    let p: Problem = "1,8,512,512,64,f16".parse().unwrap();
+    let twin_path = dir.path().join(&export.choose_lse(&p).unwrap().1.ptx);
+    std::fs::rename(&twin_path, dir.path().join("aside")).unwrap();
+    let e = Export::open(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("lse twin of") && e.contains("is missing"), "{e}");
+    std::fs::rename(dir.path().join("aside"), &twin_path).unwrap();
+
+    // A manifest written before the twins.
+    let path = dir.path().join(MANIFEST_FILE);
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for c in json["champions"].as_array_mut().unwrap() {
+        c.as_object_mut().unwrap().remove("lse_kernels");
+    }
+    std::fs::write(&path, json.to_string()).unwrap();
+    let old = Export::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(old.choose(&p).is_ok());
+    let e = old.choose_lse(&p).unwrap_err();
+    assert!(
+        matches!(e, RuntimeError::Unsupported(_))
+            && e.to_string().contains("has no lse twin")
+            && e.to_string().contains("export the champions again"),
+        "{e}"
+    );
+    // Through the runtime's call: refused before the pointers or a GPU are looked at.
+    let champions = Champions::open(dir.path()).unwrap();
+    // SAFETY: the call is refused before any pointer or stream is used.
+    let e = unsafe {
+        champions.forward_with_lse(&p, &Buffers::default(), Some(0), std::ptr::null_mut())
+    }
+    .unwrap_err();
+    assert!(matches!(e, RuntimeError::Unsupported(_)), "{e}");
+    // The Python module runs such an export's forward, and falls back for the gradient.
+    let got: serde_json::Value =
+        serde_json::from_str(&python_stdout(DECIDE_SCRIPT, dir.path())).unwrap();
+    assert_eq!(got["forward"][0], "forward");
+    assert_eq!(got["autograd"][0], "fallback");
+    assert_eq!(got["autograd"][1], "backward");
+    let why = got["autograd"][2].as_str().unwrap_or_default();
+    assert!(why.contains("has no lse twin"), "{why}");
+}
+
 /// The same picks from the export's Python module, without torch; and none for a head
 /// dim no class has.
 #[test]
@@ -259,20 +390,8 @@ fn the_python_module_picks_the_same_by_hand() {
          assert 'torch' not in sys.modules\nprint(json.dumps(out))",
         serde_json::to_string(&problems).unwrap()
     );
-    let o = Command::new("python3")
-        .args(["-c", &script])
-        .arg(dir.path())
-        .env("PYTHONPATH", repo().join("crates/runtime/python"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .expect("python3 runs");
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let got: Vec<Option<String>> = serde_json::from_str(text.trim()).unwrap();
+    let got: Vec<Option<String>> =
+        serde_json::from_str(&python_stdout(&script, dir.path())).unwrap();
     let (none, got) = got.split_last().unwrap();
     assert_eq!(none, &None, "no class has head dim 80");
     let wrong: Vec<String> = PICKS
@@ -284,4 +403,146 @@ fn the_python_module_picks_the_same_by_hand() {
         })
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The backward by head dim and dtype: the recorded table's D64, D96 and D128 in both
+/// dtypes; D256 (no backward genome fits there) and an export written before the
+/// backward are UNSUPPORTED with a message, before any GPU is touched.
+#[test]
+fn the_backward_is_chosen_by_head_dim_and_a_missing_one_is_unsupported() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = fake_export(dir.path());
+    assert_eq!(
+        table
+            .backward
+            .iter()
+            .map(|b| b.head_dim)
+            .collect::<Vec<_>>(),
+        [64, 96, 128],
+        "the recorded table's backward entries"
+    );
+    let export = Export::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    for d in [64, 96, 128] {
+        for dtype in Dtype::ALL {
+            let p: Problem = format!("2,8,300,300,{d},{dtype},causal,kv=2")
+                .parse()
+                .unwrap();
+            let (entry, kernel) = export
+                .choose_backward(&p)
+                .unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert_eq!((entry.head_dim, kernel.dtype), (d, dtype));
+            assert!(
+                entry.origin.contains("not searched yet"),
+                "{}",
+                entry.origin
+            );
+        }
+    }
+    let d256: Problem = "1,16,4096,4096,256,bf16,causal,kv=8".parse().unwrap();
+    let e = export.choose_backward(&d256).unwrap_err();
+    assert!(
+        matches!(e, RuntimeError::Unsupported(_))
+            && e.to_string()
+                .contains("no backward kernel for head dim 256")
+            && e.to_string().contains("D64, D96, D128"),
+        "{e}"
+    );
+    // Through the runtime's call: refused before the pointers or a GPU are looked at.
+    let champions = Champions::open(dir.path()).unwrap();
+    // SAFETY: the call is refused before any pointer or stream is used.
+    let e = unsafe { champions.backward(&d256, &BwdBuffers::default(), std::ptr::null_mut()) }
+        .unwrap_err();
+    assert!(matches!(e, RuntimeError::Unsupported(_)), "{e}");
+
+    // A manifest written before the backward (no `backward` key) still opens; it has none.
+    let path = dir.path().join(MANIFEST_FILE);
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("backward");
+    std::fs::write(&path, json.to_string()).unwrap();
+    let old = Export::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let p: Problem = "1,8,512,512,64,f16".parse().unwrap();
+    assert!(old.manifest().backward.is_empty());
+    let e = old.choose_backward(&p).unwrap_err().to_string();
+    assert!(e.contains("it has none"), "{e}");
+}
+
+/// The Python module's decision, without torch: the champion's forward without grad,
+/// the differentiable call under autograd where a backward kernel covers the head dim
+/// and dtype, torch's fallback (with the reason) where none does or the call is not
+/// covered at all, and the strict call refusing tensors that require grad.
+const DECIDE_SCRIPT: &str = r#"
+import json, sys
+import evo_attention
+from evo_attention.dispatch import Manifest
+assert "torch" not in sys.modules, "importing evo_attention imported torch"
+m = Manifest(sys.argv[1])
+
+def call(d=64, dtype="torch.bfloat16", grad=False, cuda=True, contiguous=True, h=8, hkv=8, gqa=False):
+    return {
+        "devices": ["cuda:0"] * 3 if cuda else ["cpu"] * 3,
+        "cuda": cuda,
+        "dtypes": [dtype] * 3,
+        "shapes": [(2, h, 1024, d), (2, hkv, 1024, d), (2, hkv, 1024, d)],
+        "contiguous": contiguous,
+        "needs_grad": grad,
+        "capability": (9, 0),
+        "device_name": "NVIDIA H100 80GB HBM3",
+        "is_causal": True,
+        "enable_gqa": gqa,
+    }
+
+cases = {
+    "forward": evo_attention._decide(m, call()),
+    "autograd": evo_attention._decide(m, call(grad=True)),
+    "autograd_gqa_f16_d128": evo_attention._decide(m, call(d=128, dtype="torch.float16", grad=True, h=16, hkv=4, gqa=True)),
+    "no_backward_d256": evo_attention._decide(m, call(d=256, grad=True)),
+    "forward_d256": evo_attention._decide(m, call(d=256)),
+    "asked_grad_d256": evo_attention._decide(m, call(d=256), grad="yes"),
+    "asked_no_grad": evo_attention._decide(m, call(grad=True), grad="no"),
+    "strict_refuses_grad": evo_attention._decide(m, call(grad=True), grad="refuse"),
+    "cpu": evo_attention._decide(lambda: 1 / 0, call(cuda=False, grad=True)),
+    "float32": evo_attention._decide(m, call(dtype="torch.float32", grad=True)),
+    "head_dim_80": evo_attention._decide(m, call(d=80, grad=True)),
+    "sm_80": evo_attention._decide(m, dict(call(grad=True), capability=(8, 0), device_name="A100")),
+}
+print(json.dumps(cases))
+"#;
+
+#[test]
+fn the_python_module_decides_between_champion_autograd_and_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_export(dir.path());
+    let got: serde_json::Value =
+        serde_json::from_str(&python_stdout(DECIDE_SCRIPT, dir.path())).unwrap();
+    let mode = |case: &str| got[case][0].as_str().unwrap_or_default().to_string();
+    let kind = |case: &str| got[case][1].as_str().unwrap_or_default().to_string();
+    let message = |case: &str| got[case][2].as_str().unwrap_or_default().to_string();
+    assert_eq!(mode("forward"), "forward");
+    assert_eq!(mode("autograd"), "autograd");
+    assert_eq!(mode("autograd_gqa_f16_d128"), "autograd");
+    assert_eq!(
+        mode("forward_d256"),
+        "forward",
+        "D256 has a forward champion"
+    );
+    assert_eq!(mode("asked_no_grad"), "forward");
+    for case in ["no_backward_d256", "asked_grad_d256"] {
+        assert_eq!(
+            (mode(case), kind(case)),
+            ("fallback".into(), "backward".into())
+        );
+        assert!(
+            message(case).contains("head dim 256 in bf16")
+                && message(case).contains("D64 (bf16, f16), D96 (bf16, f16), D128 (bf16, f16)"),
+            "{}",
+            message(case)
+        );
+    }
+    assert_eq!(kind("strict_refuses_grad"), "autograd");
+    // A CPU call is decided without reading the manifest (the function would raise).
+    assert_eq!(kind("cpu"), "device");
+    assert_eq!(kind("float32"), "dtype");
+    assert_eq!(kind("head_dim_80"), "head_dim");
+    assert_eq!(kind("sm_80"), "gpu");
 }

@@ -131,6 +131,16 @@ pub(super) fn prepare(
                 bail!("a suite objective needs the GPU backend; a landscape answers only its own shape");
             }
             let landscape = Landscape::load(&dir)?;
+            if landscape.meta.subspace.base.pass() != config.pass {
+                bail!(
+                    "{}: a landscape of {} kernels; this is a {} search, which only a \
+                     landscape of its own pass can replay (record one with `evo landscape` \
+                     on a GPU)",
+                    dir.display(),
+                    landscape.meta.subspace.base.pass(),
+                    config.pass
+                );
+            }
             println!("{}", landscape.banner());
             for w in &landscape.warnings {
                 eprintln!("warning: {w}");
@@ -184,7 +194,7 @@ pub(super) fn prepare(
             println!("{}", evaluator.describe());
             let space = match &config.subspace {
                 Some(sub) => SearchSpace::sub(sub, head_dim, target)?,
-                None => SearchSpace::full(head_dim, target),
+                None => SearchSpace::full_for_pass(config.pass, head_dim, target),
             };
             Ok(Prepared {
                 evaluator,

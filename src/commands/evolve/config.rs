@@ -5,7 +5,7 @@ use super::EvolveArgs;
 use anyhow::Context;
 use evo_gates::outcome::files::LOCK_FILE;
 use evo_gates::TimingSuite;
-use evo_genome::{Dtype, GenomeFile, Problem};
+use evo_genome::{Dtype, GenomeFile, Pass, Problem};
 use evo_mutator::{
     BudgetConfig, EvolutionParams, ExperimentConfig, IslandConfig, StrategyKind, EXPERIMENT_FILE,
 };
@@ -13,6 +13,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 impl EvolveArgs {
+    /// The pass asked for (`--pass`), forward when none.
+    pub fn pass(&self) -> Pass {
+        match self.pass.as_deref() {
+            Some("backward") => Pass::Backward,
+            _ => Pass::Forward,
+        }
+    }
+
     /// `[island]` of a new experiment, from --island and its companions.
     fn island_config(&self) -> Option<IslandConfig> {
         let island = self.island?;
@@ -157,6 +165,9 @@ fn check_resume(
     }
     if let Some(s) = args.seed {
         clash("seed", s.to_string(), config.seed.to_string())?;
+    }
+    if args.pass.is_some() {
+        clash("pass", args.pass().to_string(), config.pass.to_string())?;
     }
     if let Some(b) = &args.backend {
         clash("backend", b.clone(), config.backend.clone())?;
@@ -317,7 +328,14 @@ pub(super) fn config_from_args(
             None => 1,
         }),
         backend: args.backend.clone().unwrap_or_else(|| "auto".into()),
-        seeds: genomes.keys().cloned().collect(),
+        pass: args.pass(),
+        // A search's seeds are the named genomes of its pass: a backward genome
+        // (genomes/fa2-bwd.toml) is no seed of a forward search, nor the reverse.
+        seeds: genomes
+            .iter()
+            .filter(|(_, file)| file.genes.pass() == args.pass())
+            .map(|(name, _)| name.clone())
+            .collect(),
         budget: BudgetConfig {
             evaluations: if args.minutes.is_some() {
                 None
@@ -370,6 +388,7 @@ fn option_of(field: &str) -> String {
         "suite" => "--suite".into(),
         "backend" => "--backend".into(),
         "strategy" => "--strategy".into(),
+        "pass" => "--pass".into(),
         f if f.starts_with("island") => "--island and its options".into(),
         f => format!("the option that sets `{f}`"),
     }

@@ -12,7 +12,7 @@
 //! robin over the picks. [`missing`] is the property itself, checked by a CPU test so
 //! that a future cut of the sweep cannot drop coverage silently.
 
-use evo_genome::{space, Dtype, Family, Gene, Genome, HeadDim, Target, GENES};
+use evo_genome::{space, Dtype, Family, Gene, Genome, HeadDim, Pass, Target, GENES};
 
 /// One compile: the genome, its head dimension, dtype and target.
 pub type Job = (Genome, HeadDim, Dtype, Target);
@@ -21,7 +21,7 @@ pub type Job = (Genome, HeadDim, Dtype, Target);
 /// The split count is left out: its six alleles would make every Hopper cell's pairs
 /// (6 x 4 with producer_regs) cost more compiles than its sixteen block_n alleles do,
 /// and its one path switch (one split or several) is paired through the cluster merge.
-const PATH_GENES: [Gene; 13] = [
+const PATH_GENES: [Gene; 14] = [
     Gene::QkMath,
     Gene::PvMath,
     Gene::PPath,
@@ -35,6 +35,7 @@ const PATH_GENES: [Gene; 13] = [
     Gene::ConsumerWgs,
     Gene::Pingpong,
     Gene::ProducerRegs,
+    Gene::DqMode,
 ];
 
 /// Candidates scored per greedy pick: the cell's valid genomes evenly strided. Scoring
@@ -104,7 +105,7 @@ impl Layout {
     fn of(family: Family) -> Layout {
         let applies = |g: &Gene| g.applies(family) && *g != Gene::Family;
         Layout {
-            structural: space::STRUCTURAL.into_iter().filter(applies).collect(),
+            structural: space::structural_in(family),
             path: PATH_GENES.into_iter().filter(applies).collect(),
         }
     }
@@ -127,29 +128,18 @@ impl Layout {
     }
 }
 
-/// The targets a family compiles for: Hopper's template needs sm_90a.
+/// The targets a family compiles for: the Hopper templates need sm_90a.
 pub fn targets_of(family: Family) -> &'static [Target] {
     match family {
-        Family::Ampere => &Target::ALL,
-        Family::Hopper => &[Target::Sm90],
+        Family::Ampere | Family::AmpereBwd => &Target::ALL,
+        Family::Hopper | Family::HopperBwd => &[Target::Sm90],
     }
-}
-
-/// The cell's genes: those that shape a kernel of the family.
-fn genes_of(family: Family) -> Vec<Gene> {
-    Gene::ALL
-        .into_iter()
-        .filter(|g| g.applies(family) && *g != Gene::Family)
-        .collect()
 }
 
 /// Every valid canonical genome of the cell over the structural genes (the free genes
 /// at their baseline).
 pub fn valid_structural(family: Family, d: HeadDim, target: Target) -> Vec<Genome> {
-    let structural: Vec<Gene> = space::STRUCTURAL
-        .into_iter()
-        .filter(|g| g.applies(family) && *g != Gene::Family)
-        .collect();
+    let structural = space::structural_in(family);
     let base = Genome {
         family,
         ..Genome::baseline()
@@ -179,12 +169,9 @@ fn goals(family: Family, valid: &[Genome]) -> Goals {
     goals
 }
 
-/// The genes of a family no rule reads.
+/// The genes of a family no rule reads (`exp` is read for `hopper_bwd` alone).
 fn free_genes(family: Family) -> Vec<Gene> {
-    genes_of(family)
-        .into_iter()
-        .filter(|g| !space::STRUCTURAL.contains(g))
-        .collect()
+    space::free_genes_in(family)
 }
 
 /// The covering picks of one cell, free genes and dtype dealt round robin.
@@ -254,8 +241,14 @@ pub struct Cell {
     goals: Goals,
 }
 
-/// Every cell: each family, the targets it compiles for, every head dimension.
+/// Every forward cell: each forward family, the targets it compiles for, every head
+/// dimension.
 pub fn cells() -> Vec<Cell> {
+    cells_for_pass(Pass::Forward)
+}
+
+/// Every cell of one pass's families.
+pub fn cells_for_pass(pass: Pass) -> Vec<Cell> {
     for (i, gene) in Gene::ALL.into_iter().enumerate() {
         assert_eq!(gene as usize, i, "Gene::ALL out of declaration order");
         assert!(
@@ -264,15 +257,15 @@ pub fn cells() -> Vec<Cell> {
         );
     }
     let mut cells = Vec::new();
-    for family in Family::ALL {
-        for &target in targets_of(*family) {
+    for family in pass.families() {
+        for &target in targets_of(family) {
             for head_dim in HeadDim::ALL {
-                let valid = valid_structural(*family, head_dim, target);
+                let valid = valid_structural(family, head_dim, target);
                 cells.push(Cell {
-                    family: *family,
+                    family,
                     head_dim,
                     target,
-                    goals: goals(*family, &valid),
+                    goals: goals(family, &valid),
                     valid,
                 });
             }

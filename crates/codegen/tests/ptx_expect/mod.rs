@@ -155,5 +155,69 @@ pub fn ptx_mismatches(g: &Genome, compiled: &Compiled) -> Vec<String> {
             compiled.report.kernel(entry).is_some(),
         );
     }
+    // The plain build has no lse output (kernels/ABI.md, "The log-sum-exp output"): no
+    // evo_lse, and both entries end with an int (window_right, splits).
+    if matches!(g.family, Family::Ampere | Family::Hopper) {
+        out.extend(lse_mismatches(compiled, Build::Plain));
+    }
     out
+}
+
+/// What the lse output of a forward build must look like in its PTX: the lse twin
+/// declares `evo_lse = {1}` and takes `float* lse` last in both entries, after
+/// window_right (an int) and after splits (an int); the plain build has neither.
+pub fn lse_mismatches(compiled: &Compiled, build: Build) -> Vec<String> {
+    let all = &compiled.ptx;
+    let twin = build == Build::LseTwin;
+    let mut out = Vec::new();
+    if all.contains("evo_lse") != twin {
+        out.push(format!(
+            "the evo_lse constant: expected {}",
+            if twin { "`{1}`" } else { "none" }
+        ));
+    }
+    if twin && !all.contains(".b8 evo_lse[4] = {1};") {
+        out.push("evo_lse is not {1} (int[1] as 4 bytes)".into());
+    }
+    for entry in [ENTRY_FWD, ENTRY_COMBINE] {
+        let (last, before) = last_params(all, entry);
+        let ok = if twin {
+            last == ".u64" && before == ".u32"
+        } else {
+            last == ".u32"
+        };
+        if !ok {
+            out.push(format!(
+                "{entry}'s last parameters are {before} {last}: expected {}",
+                if twin {
+                    "a pointer (float* lse) after an int"
+                } else {
+                    "an int"
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// The PTX types (`.u64`, `.u32`, ...) of the last two parameters of `entry`.
+fn last_params<'a>(ptx: &'a str, entry: &str) -> (&'a str, &'a str) {
+    let Some(start) = ptx.find(&format!(".entry {entry}(")) else {
+        return ("", "");
+    };
+    let header = &ptx[start..];
+    let header = &header[..header.find(')').unwrap_or(header.len())];
+    let types: Vec<&str> = header
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace().skip_while(|w| *w != ".param");
+            words.next()?;
+            // `.param .align 64 .b8 tm_q[128]` (a tensor map) or `.param .u64 name`.
+            words.find(|w| w.starts_with('.') && *w != ".align" && !w.starts_with(".ptr"))
+        })
+        .collect();
+    match types.as_slice() {
+        [.., before, last] => (last, before),
+        _ => ("", ""),
+    }
 }

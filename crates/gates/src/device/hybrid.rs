@@ -197,13 +197,7 @@ impl AttentionKernel for HybridKernel {
         self.ensure(inputs.problem, 1, false)?;
         let st = self.stream.clone();
         self.rig_mut()?.slots.upload(&st, inputs)?;
-        let first = Draw {
-            seed: inputs.seed,
-            q: 0,
-            k: 0,
-            v: 0,
-            o: 0,
-        };
+        let first = Draw::first(inputs.seed);
         self.launch(&first)?;
         st.synchronize().map_err(driver(format!(
             "running cublas-hybrid on {}",

@@ -11,6 +11,7 @@ use crate::inputs::Inputs;
 use crate::kernel::{
     AttentionKernel, CheckRequest, Draw, Output, RepeatPlan, RowCheck, TimingMethod,
 };
+use crate::lse::{fresh_lse, lse_output, LseOutput};
 use cudarc::driver::{CudaContext, CudaStream};
 use evo_genome::Problem;
 use evo_runtime::{
@@ -169,8 +170,9 @@ impl LoadedKernel {
             .ok_or_else(|| GateError::Abi(format!("{name}: launched before its buffers")))
     }
 
-    /// The arguments of the call that computes on `draw`'s slots.
-    fn args(&self, draw: &Draw) -> Result<(FwdArgs, CombineArgs), GateError> {
+    /// The arguments of the call that computes on `draw`'s slots (writing the
+    /// forward's lse to `lse` when some).
+    fn args(&self, draw: &Draw, lse: Option<u64>) -> Result<(FwdArgs, CombineArgs), GateError> {
         let rig = self.rig()?;
         let (st, p) = (&self.stream, rig.slots.problem);
         let (ws_o, ws_lse) = rig.ws.as_ref().map_or((0, 0), |w| w.ptrs(st));
@@ -202,12 +204,17 @@ impl LoadedKernel {
             ws_o,
             ws_lse,
         };
-        Ok(self.module.args(&p, &buffers, maps)?)
+        Ok(self.module.args(&p, &buffers, maps, lse)?)
     }
 
     /// Enqueues one call (forward, then combine when split) on `draw`'s slots.
     fn launch(&self, draw: &Draw) -> Result<(), GateError> {
-        let (mut fwd, mut combine) = self.args(draw)?;
+        self.launch_with_lse(draw, None)
+    }
+
+    /// [`Self::launch`], writing the forward's lse to `lse` when some.
+    fn launch_with_lse(&self, draw: &Draw, lse: Option<u64>) -> Result<(), GateError> {
+        let (mut fwd, mut combine) = self.args(draw, lse)?;
         let p = self.rig()?.slots.problem;
         // SAFETY: the ABI's arguments (`args`: this launch's slots and workspace, sized
         // for the prepared problem) on the device's stream, whose context is current.
@@ -216,6 +223,33 @@ impl LoadedKernel {
                 .enqueue(self.stream.cu_stream(), &p, &mut fwd, &mut combine)?
         };
         Ok(())
+    }
+
+    /// One call on `inputs` into a freshly poisoned O (and workspace), writing the
+    /// forward's lse to `lse` when some, and O with its guards read back.
+    fn run_checked(&mut self, inputs: &Inputs, lse: Option<u64>) -> Result<Output, GateError> {
+        let p = inputs.problem;
+        self.ensure(p, 1, false)?;
+        let st = self.stream.clone();
+        {
+            let rig = self.rig_mut()?;
+            rig.slots.upload(&st, inputs)?;
+            if let Some(ws) = &mut rig.ws {
+                ws.poison(&st)?;
+            }
+        }
+        let first = Draw::first(inputs.seed);
+        self.launch_with_lse(&first, lse)?;
+        st.synchronize()
+            .map_err(driver(format!("running {} on {}", self.name, p)))?;
+        let rig = self.rig()?;
+        let mut out = rig.slots.output(&st)?;
+        if out.guard_breach.is_none() {
+            if let Some(ws) = &rig.ws {
+                out.guard_breach = ws.breach(&st)?;
+            }
+        }
+        Ok(out)
     }
 
     /// Points the graph's launches at this repeat's draws.
@@ -236,7 +270,7 @@ impl LoadedKernel {
             )));
         }
         for (i, draw) in draws.iter().enumerate() {
-            let (mut fwd, mut combine) = self.args(draw)?;
+            let (mut fwd, mut combine) = self.args(draw, None)?;
             graph.set(per_call * i, self.module.fwd(), cfg_fwd, &mut fwd)?;
             if let Some(f) = self.module.combine() {
                 graph.set(per_call * i + 1, f, cfg_combine, &mut combine)?;
@@ -257,34 +291,26 @@ impl AttentionKernel for LoadedKernel {
     }
 
     fn run_once(&mut self, inputs: &Inputs) -> Result<Output, GateError> {
+        self.run_checked(inputs, None)
+    }
+
+    fn writes_lse(&self, _problem: &Problem) -> bool {
+        self.module.writes_lse()
+    }
+
+    fn run_once_with_lse(&mut self, inputs: &Inputs) -> Result<(Output, LseOutput), GateError> {
         let p = inputs.problem;
-        self.ensure(p, 1, false)?;
+        let buffer = self
+            .stream
+            .clone_htod(&fresh_lse(&p))
+            .map_err(driver(format!("allocating the lse of {p}")))?;
         let st = self.stream.clone();
-        {
-            let rig = self.rig_mut()?;
-            rig.slots.upload(&st, inputs)?;
-            if let Some(ws) = &mut rig.ws {
-                ws.poison(&st)?;
-            }
-        }
-        let first = Draw {
-            seed: inputs.seed,
-            q: 0,
-            k: 0,
-            v: 0,
-            o: 0,
-        };
-        self.launch(&first)?;
-        st.synchronize()
-            .map_err(driver(format!("running {} on {}", self.name, p)))?;
-        let rig = self.rig()?;
-        let mut out = rig.slots.output(&st)?;
-        if out.guard_breach.is_none() {
-            if let Some(ws) = &rig.ws {
-                out.guard_breach = ws.breach(&st)?;
-            }
-        }
-        Ok(out)
+        let out = self.run_checked(inputs, Some(super::ptr(&buffer, &st)))?;
+        let back: Vec<f32> = self
+            .stream
+            .clone_dtoh(&buffer)
+            .map_err(driver(format!("downloading the lse of {}", self.name)))?;
+        Ok((out, lse_output(&p, &back)))
     }
 
     fn check_last_run(

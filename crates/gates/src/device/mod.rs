@@ -19,6 +19,7 @@
 //! cuBLAS baseline), [`verifier`] (the device's input generator, fp32 reference and
 //! row-by-row comparison).
 
+mod backward;
 mod blas;
 mod hybrid;
 mod launch;
@@ -26,6 +27,10 @@ mod loaded;
 mod rig;
 mod verifier;
 
+pub use backward::{
+    timing_lse, BackwardOutput, BackwardTensors, BackwardTimes, LoadedBackward, TimedLaunch,
+    O_STREAM,
+};
 pub use evo_runtime::abi::{ENTRY_COMBINE, ENTRY_FWD, GEOMETRY_SYMBOL, TENSOR_MAPS_SYMBOL};
 pub use evo_runtime::{Geometry, TensorMapSpec};
 pub use hybrid::HybridKernel;
@@ -177,6 +182,22 @@ impl Device {
             self.ctx.clone(),
             self.stream.clone(),
             self.spare.clone(),
+            self.verifier.get().cloned(),
+        ))
+    }
+
+    /// Loads a backward module (kernels/ABI.md, "The backward ABI").
+    pub fn load_backward(&self, name: &str, cubin: &[u8]) -> Result<LoadedBackward, GateError> {
+        let module = evo_runtime::BackwardModule::load(
+            &self.ctx,
+            &self.stream,
+            name,
+            &ModuleImage::Cubin(cubin.to_vec()),
+        )?;
+        Ok(LoadedBackward::new(
+            module,
+            self.ctx.clone(),
+            self.stream.clone(),
             self.verifier.get().cloned(),
         ))
     }

@@ -218,18 +218,11 @@ impl Workspace {
 
     /// Whether a call wrote past the end of either half (GREEN: downloaded and named).
     pub fn breach(&self, st: &Arc<CudaStream>) -> Result<Option<String>, GateError> {
-        let pattern = GUARD_F32_BITS;
         for (what, buf, len) in [
             ("ws_o", &self.ws_o, self.lens.0),
             ("ws_lse", &self.ws_lse, self.lens.1),
         ] {
-            let guard: Vec<u32> = st
-                .clone_dtoh(&buf.slice(len..))
-                .map_err(driver(format!("downloading the guard of {what}")))?
-                .iter()
-                .map(|x: &f32| x.to_bits())
-                .collect();
-            if let Some(b) = guard_breach(what, &guard, pattern) {
+            if let Some(b) = f32_guard_breach(st, what, buf, len)? {
                 return Ok(Some(b));
             }
         }
@@ -420,4 +413,21 @@ impl Rig {
     pub fn into_slots(self) -> Slots {
         self.slots
     }
+}
+
+/// Whether a call wrote past `len` floats of `buf` (named `what`): its guard words,
+/// downloaded and compared with [`GUARD_F32_BITS`], where and how much they changed.
+pub(super) fn f32_guard_breach(
+    st: &Arc<CudaStream>,
+    what: &str,
+    buf: &CudaSlice<f32>,
+    len: usize,
+) -> Result<Option<String>, GateError> {
+    let guard: Vec<u32> = st
+        .clone_dtoh(&buf.slice(len..))
+        .map_err(driver(format!("downloading the guard of {what}")))?
+        .iter()
+        .map(|x: &f32| x.to_bits())
+        .collect();
+    Ok(guard_breach(what, &guard, GUARD_F32_BITS))
 }

@@ -11,6 +11,7 @@ use crate::error::GateError;
 use crate::green::row_stats;
 use crate::inputs::{poison_bits, to_bits, Inputs};
 use crate::kernel::{AttentionKernel, CheckRequest, Output, RepeatPlan, RowCheck, TimingMethod};
+use crate::lse::{fresh_lse, lse_output, LseOutput};
 use crate::reference::{reference_at, Reference};
 use crate::verify::{Findings, LaunchStats};
 use evo_genome::Problem;
@@ -60,6 +61,16 @@ pub enum Behaviour {
     WrongPastFirstTile,
 }
 
+/// What a fake that declares `evo_lse` does with the forward's lse when asked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LseBehaviour {
+    Correct,
+    /// Leaves the buffer as it was (declares evo_lse, never writes it).
+    Unwritten,
+    /// Right, but off by `f32` on one row (`b·H·Lq + row`).
+    OffOnRow(usize, f32),
+}
+
 /// What a timed O slot holds: the poison, or the kernel's output on the inputs drawn
 /// from these seeds (Q's, K's, V's: not the same draw when the kernel paired wrongly).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,6 +108,8 @@ pub struct FakeKernel {
     pub device_checks: bool,
     /// Added to the "device" reference the checks bring back (a broken device reference).
     pub reference_off: f32,
+    /// Declares `evo_lse` and writes the lse so (`None`: declares none).
+    pub lse: Option<LseBehaviour>,
 }
 
 impl FakeKernel {
@@ -124,6 +137,7 @@ impl FakeKernel {
             timed_with: Vec::new(),
             device_checks: true,
             reference_off: 0.0,
+            lse: None,
         }
     }
 }
@@ -395,6 +409,31 @@ impl AttentionKernel for FakeKernel {
         Ok(with_guard(out))
     }
 
+    fn writes_lse(&self, _problem: &Problem) -> bool {
+        self.lse.is_some()
+    }
+
+    fn run_once_with_lse(&mut self, inputs: &Inputs) -> Result<(Output, LseOutput), GateError> {
+        let behaviour = self
+            .lse
+            .ok_or_else(|| GateError::Abi("the fake declares no evo_lse".into()))?;
+        let out = self.run_once(inputs)?;
+        let p = &inputs.problem;
+        let mut buffer = fresh_lse(p);
+        if behaviour != LseBehaviour::Unwritten {
+            let full = reference_at(inputs, |_| (0..p.q_len).collect())?;
+            for (bh, head) in full.heads.iter().enumerate() {
+                let at = bh * p.q_len as usize;
+                buffer[at..at + head.lse.len()].copy_from_slice(&head.lse);
+            }
+        }
+        match behaviour {
+            LseBehaviour::OffOnRow(row, by) if row < crate::lse::lse_rows(p) => buffer[row] += by,
+            _ => {}
+        }
+        Ok((out, lse_output(p, &buffer)))
+    }
+
     fn check_last_run(
         &mut self,
         inputs: &Inputs,
@@ -486,3 +525,5 @@ impl AttentionKernel for FakeKernel {
 mod fast_tests;
 #[cfg(test)]
 mod green_tests;
+#[cfg(test)]
+mod lse_tests;

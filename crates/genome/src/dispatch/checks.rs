@@ -1,7 +1,7 @@
 //! The checks a table passes on load: shapes that parse, one class per name, each
 //! champion file its own and inside the table's folder, every figure a time; and, for a
 //! champions folder, each champion file the class's own genome, the one its figures
-//! were measured on. An export or a bench would otherwise print one kernel's figures
+//! were measured on; the backward entries' own checks (dispatch/backward.rs) last. An export or a bench would otherwise print one kernel's figures
 //! for another, or read a file outside the folder.
 
 use super::{DispatchError, DispatchTable, ShapeClass};
@@ -34,7 +34,7 @@ impl ShapeClass {
 
 /// A champion file is named relative to its table and stays in the table's folder: an
 /// export or a bench would otherwise read (and `evo champions` write) another file.
-fn check_champion_path(champion: &str) -> Result<(), &'static str> {
+pub(super) fn check_champion_path(champion: &str) -> Result<(), &'static str> {
     let path = Path::new(champion);
     if champion.is_empty() {
         return Err("empty; name the champion's genome file, e.g. CLASS.toml");
@@ -92,7 +92,7 @@ impl DispatchTable {
                 }
             }
         }
-        Ok(())
+        self.check_backward(path)
     }
 
     /// Reads every class's champion file from `dir` (the table's folder) and checks that
@@ -135,6 +135,19 @@ impl DispatchTable {
                 });
             }
             let genome = crate::GenomeFile::load(&file)?;
+            if genome.genes.pass() != crate::Pass::Forward {
+                return Err(DispatchError::ChampionPath {
+                    path: path.to_path_buf(),
+                    class: c.name.clone(),
+                    champion: c.champion.clone(),
+                    message: format!(
+                        "a genome of the {} family, which computes the {}; a class's \
+                         champion is a forward genome (a backward one goes in [[backward]])",
+                        genome.genes.family.label(),
+                        genome.genes.pass()
+                    ),
+                });
+            }
             if genome.name != format!("champion-{}", c.name) {
                 return Err(DispatchError::NotItsChampion {
                     path: path.to_path_buf(),
@@ -206,6 +219,7 @@ mod tests {
         let empty = DispatchTable {
             device: "H100".into(),
             classes: Vec::new(),
+            backward: Vec::new(),
         };
         let e = empty.load_champions(&dir, &path).unwrap_err().to_string();
         assert!(e.contains("no class"), "{e}");

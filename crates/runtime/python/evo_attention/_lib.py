@@ -31,6 +31,20 @@ class Library:
             ctypes.c_void_p
         ]
         lib.evo_attention_forward_ex.restype = ctypes.c_int
+        # Older runtime libraries lack the gradient calls: the module then falls back
+        # to torch under autograd, saying so.
+        self.has_backward = hasattr(lib, "evo_attention_forward_lse") and hasattr(
+            lib, "evo_attention_backward"
+        )
+        if self.has_backward:
+            lib.evo_attention_forward_lse.argtypes = [ctypes.c_void_p] * 5 + [
+                ctypes.c_int
+            ] * 11 + [ctypes.c_void_p]
+            lib.evo_attention_forward_lse.restype = ctypes.c_int
+            lib.evo_attention_backward.argtypes = [ctypes.c_void_p] * 9 + [ctypes.c_int] * 11 + [
+                ctypes.c_void_p
+            ]
+            lib.evo_attention_backward.restype = ctypes.c_int
         lib.evo_last_error.argtypes = []
         lib.evo_last_error.restype = ctypes.c_char_p
         lib.evo_version.argtypes = []
@@ -59,6 +73,24 @@ class Library:
         b, h, lq, lk, d = dims
         return self.lib.evo_attention_forward_ex(
             q, k, v, o, b, h, kv_heads, lq, lk, d, dtype, int(bool(causal)), 0, -1, -1, stream
+        )
+
+    def forward_lse(self, q, k, v, o, lse, dims, kv_heads, dtype, causal, stream):
+        """evo_attention_forward_ex that also writes the fp32 [B, H, Lq] log-sum-exp to
+        `lse` (top-left diagonal, no window); returns the status code."""
+        b, h, lq, lk, d = dims
+        return self.lib.evo_attention_forward_lse(
+            q, k, v, o, lse, b, h, kv_heads, lq, lk, d, dtype, int(bool(causal)), 0, -1, -1,
+            stream,
+        )
+
+    def backward(self, q, k, v, o, do, lse, dq, dk, dv, dims, kv_heads, dtype, causal, stream):
+        """evo_attention_backward (top-left diagonal, no window): dq [B, H, Lq, D], dk and
+        dv [B, Hkv, Lk, D]; returns the status code."""
+        b, h, lq, lk, d = dims
+        return self.lib.evo_attention_backward(
+            q, k, v, o, do, lse, dq, dk, dv, b, h, kv_heads, lq, lk, d, dtype,
+            int(bool(causal)), 0, -1, -1, stream,
         )
 
 

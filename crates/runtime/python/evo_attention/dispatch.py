@@ -11,6 +11,9 @@ without a GPU. The rule, as dispatch.toml's header states it:
    head), then to the table's order.
 
 The dtype is not a class: every champion is exported for f16 and bf16.
+
+The backward is not dispatched by class: the manifest's `backward` entries give one
+kernel per head dim (and dtype), `backward_for` finds it.
 """
 
 import json
@@ -75,6 +78,8 @@ class Manifest:
         self.champions = data["champions"]
         self.head_dims = sorted({c["head_dim"] for c in self.champions})
         self.dtypes = sorted({k["dtype"] for c in self.champions for k in c["kernels"]})
+        # Exports written before the backward have no such key: no backward kernels.
+        self.backward = data.get("backward", [])
 
     @property
     def device(self):
@@ -127,3 +132,20 @@ class Manifest:
         """The champion entry serving this shape, or None when no class has its head dim."""
         pool = self.considered(batch, heads, q_len, kv_len, head_dim, causal, kv_heads, windowed)
         return pool[0] if pool else None
+
+    def backward_for(self, head_dim, dtype):
+        """The backward entry serving head dim `head_dim` in `dtype` ("f16" or "bf16")
+        with a kernel of that dtype, or None."""
+        for b in self.backward:
+            if b["head_dim"] == head_dim and b.get("dtype") in (None, dtype):
+                if any(k["dtype"] == dtype for k in b["kernels"]):
+                    return b
+        return None
+
+    def backward_coverage(self):
+        """What the export's backward covers, for messages: `D64, D96 (f16)`."""
+        parts = []
+        for b in self.backward:
+            dtypes = sorted(k["dtype"] for k in b["kernels"])
+            parts.append(f"D{b['head_dim']} ({', '.join(dtypes)})")
+        return ", ".join(parts) or "none"

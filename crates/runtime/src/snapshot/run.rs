@@ -396,12 +396,14 @@ mod tests {
                 bench: None,
                 experiment: "none".into(),
                 kernels,
+                lse_kernels: Vec::new(),
             }],
             tolerances: vec![ToleranceEntry {
                 dtype: Dtype::F16,
                 rel_frob: 1.5e-3,
                 max_abs: 1e-2,
             }],
+            backward: Vec::new(),
         };
         std::fs::write(
             dir.join(MANIFEST_FILE),

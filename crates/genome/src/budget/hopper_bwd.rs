@@ -1,0 +1,76 @@
+//! The Hopper backward template's budgets (`kernels/attention_bwd_sm90.cu`; its plan is
+//! `kernels/ABI.md`, "The Hopper backward template"): the two kernels' shared memory,
+//! which the template `static_assert`s against `EVO_SMEM_BYTES` and `EVO_DQ_SMEM_BYTES`,
+//! and the registers a consumer thread of the main kernel holds at its peak.
+
+use super::{hopper_stored_columns, SmemPlan, HOPPER_ALIGN_SLACK, HOPPER_BARRIERS};
+use crate::genes::{DqMode, Family, Genome};
+use crate::problem::HeadDim;
+
+/// Keys of the main kernel's CTA: 64 per consumer warpgroup (each owns the dK and dV
+/// of its 64 keys, the M of its wgmmas). The template's `EVO_BLOCK_N`.
+pub fn hopper_bwd_block_n(g: &Genome) -> u32 {
+    64 * g.consumer_wgs.get()
+}
+
+/// The pitch in floats of a warp's 16-row dQ staging rows (`tma_reduce`): 64 columns
+/// and 4 more, so the stores from the accumulator fragments meet no bank conflict and
+/// every row stays 16-byte aligned for the bulk reduce-add.
+pub const HOPPER_BWD_DQ_STAGE_PITCH: u32 = 68;
+
+impl SmemPlan {
+    /// `hopper_bwd`, the main kernel (`EVO_SMEM_BYTES`): `kv` the CTA's K and V,
+    /// resident; `q` a ring of `stages` Q and dO tiles; `s_p` dS transposed in two
+    /// buffers (the A operand of dQ = dS·K; none with the separate dq kernel); `o` each
+    /// consumer warp's dQ staging of `tma_reduce`; `stats` lse and dpsum per ring slot,
+    /// the mbarriers and the 1024 bytes of the swizzle's alignment. Tiles are stored in
+    /// whole 64-column blocks (D96 as 128).
+    pub fn hopper_bwd_main(g: &Genome, head_dim: HeadDim) -> SmemPlan {
+        let ds = hopper_stored_columns(head_dim);
+        let (bm, bn, st) = (g.block_m.get(), hopper_bwd_block_n(g), g.stages.get());
+        let separate = g.dq_mode == DqMode::Separate;
+        SmemPlan {
+            q: st * 2 * bm * ds * 2,
+            kv: 2 * bn * ds * 2,
+            s_p: if separate { 0 } else { 2 * bm * bn * 2 },
+            stats: st * 2 * bm * 4 + HOPPER_BARRIERS + HOPPER_ALIGN_SLACK,
+            o: if g.dq_mode == DqMode::TmaReduce {
+                g.consumer_wgs.get() * 4 * 16 * HOPPER_BWD_DQ_STAGE_PITCH * 4
+            } else {
+                0
+            },
+            exchange: 0,
+            keys: 0,
+        }
+    }
+
+    /// `hopper_bwd`, the dq kernel of `dq_mode = "separate"` (`EVO_DQ_SMEM_BYTES`; all
+    /// zero otherwise, when none is launched): the CTA's Q and dO rows (64 per consumer
+    /// warpgroup) resident, a ring of `stages` K and V tiles of 64 keys, the rows' lse
+    /// and dpsum, the mbarriers and the alignment.
+    pub fn hopper_bwd_dq(g: &Genome, head_dim: HeadDim) -> SmemPlan {
+        let mut plan = SmemPlan::default();
+        if g.family != Family::HopperBwd || g.dq_mode != DqMode::Separate {
+            return plan;
+        }
+        let ds = hopper_stored_columns(head_dim);
+        let rows = 64 * g.consumer_wgs.get();
+        plan.q = 2 * rows * ds * 2;
+        plan.kv = g.stages.get() * 2 * 64 * ds * 2;
+        plan.stats = 2 * rows * 4 + HOPPER_BARRIERS + HOPPER_ALIGN_SLACK;
+        plan
+    }
+}
+
+/// `hopper_bwd`: registers a consumer thread of the main kernel holds at its peak, as
+/// the template's `hopper_bwd_regs` assert counts them: dK and dV (m64nDs wgmma
+/// accumulators, Ds/2 floats each), Sᵀ and dPᵀ (m64nBM, BM/2 each), P's 16-bit
+/// fragments (BM/4) and [`HOPPER_BWD_ADDRESS_REGS`] of addressing.
+pub fn hopper_bwd_consumer_needs(g: &Genome, head_dim: HeadDim) -> u32 {
+    let bm = g.block_m.get();
+    hopper_stored_columns(head_dim) + bm + bm / 4 + HOPPER_BWD_ADDRESS_REGS
+}
+
+/// `hopper_bwd`: the registers beside the accumulators that the template's register
+/// assert counts (descriptors, addresses, loop state).
+pub const HOPPER_BWD_ADDRESS_REGS: u32 = 8;
