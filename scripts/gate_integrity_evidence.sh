@@ -54,7 +54,7 @@ for phase in "${phases[@]}"; do
   adversarial)
     srcs=()
     # The forward's kernels only: the backward ones (bwd_*.cu) go through the backward
-    # gate in a run of their own (experiments/2026-11-26-h100-bwd-gate/run-g2.sh).
+    # gate in a run of their own (experiments/2026-11-26-h100-bwd-gate/run-g4.sh).
     for f in tests/kernels/*.cu; do
         [[ $(basename "$f") == bwd_* ]] && continue
         srcs+=(--source "$f")

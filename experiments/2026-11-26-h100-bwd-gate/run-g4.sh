@@ -1,5 +1,5 @@
 #!/bin/bash
-# Run G4, the session's last: (1) run-g2.sh's hand-written backward kernels and their
+# Run G4, the session's last: (1) the hand-written backward kernels and their
 # verdicts; (2) a backward search on the GPU; (3) the export with the lse twins
 # (EVO_LSE=1 builds of the champions) and its backward: scripts/backward_check.py and the
 # training run of experiments/2026-11-26-h100-training. Needs target/record/evo.xz and
