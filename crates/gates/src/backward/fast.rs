@@ -9,8 +9,9 @@
 //! - Warm: a repeat's calls back to back between two events. Cold: L2 read over before
 //!   each call, each call between its own events (the figure to set beside a library
 //!   timed one call at a time).
-//! - Every guard is checked after every repeat, and every call of the last repeat is
-//!   checked after the fact against the CPU reference on sampled rows of dQ, dK and dV,
+//! - The cold pass of a repeat gets inputs of its own, not the warm pass's again.
+//! - Every guard is checked after every pass, and every call of the last repeat (both
+//!   passes) is checked after the fact against the CPU reference on sampled rows of dQ, dK and dV,
 //!   with GREEN's limits: a kernel that skips work while timed fails here.
 //! - TFLOP/s with FlashAttention's convention: 2.5 times the forward's FLOPs.
 
@@ -104,8 +105,9 @@ pub fn time_backward(
 ) -> Result<BackwardTiming, GateError> {
     let (sets, repeats) = (sets.max(1), repeats.max(2));
     let mut rng = ChaCha8Rng::seed_from_u64(run_seed ^ 0xB4C4_3A2D);
+    // Each repeat: the warm pass's seeds, then the cold pass's (fresh inputs for both).
     let seeds: Vec<Vec<u64>> = (0..repeats)
-        .map(|_| (0..sets).map(|_| rng.random()).collect())
+        .map(|_| (0..2 * sets).map(|_| rng.random()).collect())
         .collect();
     let lse_of = |seed: u64| timing_lse(p, seed);
     let (times, last) = kernel.time(p, &seeds, &lse_of)?;

@@ -259,12 +259,14 @@ impl LoadedBackward {
         })
     }
 
-    /// Times the backward of `p`: `repeats` repeats of `sets` calls, each call on its own
-    /// inputs drawn on the device before the repeat from `seeds[r][s]` (so no call sees
-    /// inputs an earlier one saw), warm (the repeat's calls back to back between two
-    /// events) and cold (L2 read over before each call, each call between its own
-    /// events). Returns the per-call times and the last repeat's launches with their
-    /// outputs, for the check that follows.
+    /// Times the backward of `p`: each repeat is a warm pass (its calls back to back
+    /// between two events) and a cold pass (L2 read over before each call, each call
+    /// between its own events), each call on its own inputs drawn on the device before
+    /// its pass from `seeds[r][i]` (the first half of a repeat's seeds the warm pass's,
+    /// the second half the cold pass's), so no call sees inputs another call saw: a
+    /// kernel that remembered an earlier call's results by their pointers or contents
+    /// would have nothing to reuse. Returns the per-call times and the last repeat's
+    /// launches of both passes with their outputs, for the check that follows.
     pub fn time(
         &mut self,
         p: &Problem,
@@ -277,7 +279,12 @@ impl LoadedBackward {
             )
         })?;
         let st = self.stream.clone();
-        let sets = seeds.first().map_or(0, |s| s.len());
+        let sets = seeds.first().map_or(0, |s| s.len() / 2);
+        if sets == 0 || seeds.iter().any(|s| s.len() != 2 * sets) {
+            return Err(GateError::Reference(
+                "backward timing needs an even, equal number of seeds per repeat".into(),
+            ));
+        }
         let mut bufs = (0..sets)
             .map(|_| CallBuffers::new(&st, p))
             .collect::<Result<Vec<_>, _>>()?;
@@ -287,53 +294,58 @@ impl LoadedBackward {
         };
         let mut last = Vec::new();
         for (r, repeat) in seeds.iter().enumerate() {
-            let mut lses = Vec::with_capacity(sets);
-            for (b, &seed) in bufs.iter_mut().zip(repeat) {
-                draw_call(&verifier, &st, p, b, seed)?;
-                let lse = lse_of(seed);
-                st.memcpy_htod(&lse, &mut b.lse.slice_mut(..b.lens.0))
-                    .map_err(driver("uploading lse"))?;
-                lses.push(lse);
-            }
-            let ptrs: Vec<BwdBuffers> = bufs.iter().map(|b| b.ptrs(&st)).collect();
-            let module = &self.module;
-            let call = |b: &BwdBuffers| {
-                // SAFETY: as in run_once: every buffer of `bufs` is sized for `p`.
-                unsafe { module.backward(st.cu_stream(), p, b) }.map_err(GateError::from)
-            };
-            L2Flush::flush(&mut self.flush, &self.ctx, &st, Some(&verifier))?;
-            let ms = timed(&self.ctx, &st, || ptrs.iter().try_for_each(call))?;
-            times.warm_us.push(ms * 1e3 / sets as f64);
-            let mut cold = 0.0;
-            for b in &ptrs {
-                L2Flush::flush(&mut self.flush, &self.ctx, &st, Some(&verifier))?;
-                cold += timed(&self.ctx, &st, || call(b))?;
-            }
-            times.cold_us.push(cold * 1e3 / sets as f64);
-            st.synchronize()
-                .map_err(driver(format!("timing {}", self.name())))?;
-            for b in &bufs {
-                if let Some(breach) = b.breach(&st)? {
-                    return Err(GateError::Reference(format!(
-                        "{} wrote past a buffer while timed on {p} (repeat {r}): {breach}",
-                        self.name()
-                    )));
+            for (pass, pass_seeds) in repeat.chunks(sets).enumerate() {
+                let mut lses = Vec::with_capacity(sets);
+                for (b, &seed) in bufs.iter_mut().zip(pass_seeds) {
+                    draw_call(&verifier, &st, p, b, seed)?;
+                    let lse = lse_of(seed);
+                    st.memcpy_htod(&lse, &mut b.lse.slice_mut(..b.lens.0))
+                        .map_err(driver("uploading lse"))?;
+                    lses.push(lse);
                 }
-            }
-            if r + 1 == seeds.len() {
-                for ((b, &seed), lse) in bufs.iter().zip(repeat).zip(lses) {
-                    let part = |i: usize| -> Result<Vec<u16>, GateError> {
-                        let mut all = b.download(&st, i)?;
-                        all.truncate(b.half[i].2);
-                        Ok(all)
-                    };
-                    last.push(TimedLaunch {
-                        seed,
-                        lse,
-                        dq: part(DQ)?,
-                        dk: part(DK)?,
-                        dv: part(DV)?,
-                    });
+                let ptrs: Vec<BwdBuffers> = bufs.iter().map(|b| b.ptrs(&st)).collect();
+                let module = &self.module;
+                let call = |b: &BwdBuffers| {
+                    // SAFETY: as in run_once: every buffer of `bufs` is sized for `p`.
+                    unsafe { module.backward(st.cu_stream(), p, b) }.map_err(GateError::from)
+                };
+                if pass == 0 {
+                    L2Flush::flush(&mut self.flush, &self.ctx, &st, Some(&verifier))?;
+                    let ms = timed(&self.ctx, &st, || ptrs.iter().try_for_each(call))?;
+                    times.warm_us.push(ms * 1e3 / sets as f64);
+                } else {
+                    let mut cold = 0.0;
+                    for b in &ptrs {
+                        L2Flush::flush(&mut self.flush, &self.ctx, &st, Some(&verifier))?;
+                        cold += timed(&self.ctx, &st, || call(b))?;
+                    }
+                    times.cold_us.push(cold * 1e3 / sets as f64);
+                }
+                st.synchronize()
+                    .map_err(driver(format!("timing {}", self.name())))?;
+                for b in &bufs {
+                    if let Some(breach) = b.breach(&st)? {
+                        return Err(GateError::Reference(format!(
+                            "{} wrote past a buffer while timed on {p} (repeat {r}): {breach}",
+                            self.name()
+                        )));
+                    }
+                }
+                if r + 1 == seeds.len() {
+                    for ((b, &seed), lse) in bufs.iter().zip(pass_seeds).zip(lses) {
+                        let part = |i: usize| -> Result<Vec<u16>, GateError> {
+                            let mut all = b.download(&st, i)?;
+                            all.truncate(b.half[i].2);
+                            Ok(all)
+                        };
+                        last.push(TimedLaunch {
+                            seed,
+                            lse,
+                            dq: part(DQ)?,
+                            dk: part(DK)?,
+                            dv: part(DV)?,
+                        });
+                    }
                 }
             }
         }
