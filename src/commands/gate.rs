@@ -23,8 +23,10 @@ use std::time::{Duration, Instant};
 
 mod backward;
 mod shards;
+mod sources;
 pub use shards::Shard;
 use shards::{parse_shard, positions, run_on_gpus};
+pub use sources::load_sources;
 
 #[derive(Debug, clap::Args)]
 pub struct GateArgs {
@@ -184,27 +186,6 @@ fn enter(
         problem,
         since: Instant::now(),
     });
-}
-
-/// Genome files and hand-written `.cu` files as the gates' kernel sources, in order.
-pub fn load_sources(genomes: &[PathBuf], files: &[PathBuf]) -> anyhow::Result<Vec<KernelSource>> {
-    let mut sources = Vec::new();
-    for path in genomes {
-        let f = GenomeFile::load(path)?;
-        sources.push(KernelSource::Genome {
-            name: f.name,
-            genome: f.genes,
-        });
-    }
-    for path in files {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
-        sources.push(KernelSource::File {
-            path: path.display().to_string(),
-            text,
-        });
-    }
-    Ok(sources)
 }
 
 pub fn run(mut args: GateArgs) -> anyhow::Result<()> {
