@@ -80,6 +80,12 @@ gpu-test: candle-example-build
     target/release/evo gate genomes/fa2-bwd.toml genomes/fa3-bwd.toml --time anchors
     target/release/evo evolve --pass backward --problem 1,8,512,512,64,f16 --budget 6 \
       --experiment "$(mktemp -d)/bwd"
+    # The guided search and `evo tune` (the README's commands, with small budgets).
+    target/release/evo evolve --strategy guided --problem 2,16,4096,4096,128,f16 --budget 8 \
+      --experiment "$(mktemp -d)/guided"
+    target/release/evo tune --model llama-3-8b --prefill 2048 --decode 16x8192 --budget 6 \
+      --gpus all --out "$(mktemp -d)/tune"
+    target/release/evo tune --problem 1,8,512,512,64,f16 --budget 6 --out "$(mktemp -d)/tune"
     export_dir="$(mktemp -d)/h100"
     target/release/evo export "$export_dir" --champions genomes/champions/h100 --cubin
     source .cuda/env.sh

@@ -35,6 +35,8 @@ pub enum Command {
     Snapshot(commands::snapshot::SnapshotArgs),
     /// Evolve kernels: on the GPU if there is one, else on a recorded landscape.
     Evolve(commands::evolve::EvolveArgs),
+    /// Tune a model's shapes: one search per shape, then their champions benched in a table.
+    Tune(commands::tune::TuneArgs),
     /// Print an experiment's lineage: the path from the root to the champion.
     Lineage(commands::lineage::LineageArgs),
     /// Join the experiments of an island-model search into one (one lineage graph).
@@ -45,6 +47,8 @@ pub enum Command {
     Replay(commands::replay::ReplayArgs),
     /// Compare search strategies on a recorded landscape over many seeds.
     Strategies(commands::strategies::StrategiesArgs),
+    /// The cost model: what it learns from, and how well it ranks a shape it never saw.
+    Model(commands::cost_model::ModelArgs),
     /// Measure every genome of a declared sub-space and record the landscape.
     Landscape(commands::landscape::LandscapeArgs),
     /// Profile one launch of a genome or a .cu file with Nsight Compute (ncu) and summarise it.

@@ -43,3 +43,7 @@ mod readme;
 mod cli_resume;
 // Bad input through the binary: strict problem specs and genome files, options named as options.
 mod cli_inputs;
+// `evo tune` on the CPU: the presets, refused inputs, a replayed tune end to end and its resume.
+mod cli_tune;
+// The cost model on the CPU: `evo model`'s table and snapshots, the guided strategy of `evolve` and `strategies`.
+mod cli_model;

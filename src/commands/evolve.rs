@@ -44,9 +44,16 @@ use report::{print_champion, report, stop_reason};
 
 #[derive(Debug, clap::Args)]
 pub struct EvolveArgs {
-    /// Search strategy [default: evolutionary].
-    #[arg(long, value_parser = ["evolutionary", "random", "exhaustive"])]
+    /// Search strategy [default: evolutionary]. `guided`: the evolutionary breeding with
+    /// a cost model, trained on the records under --model-data (never on this search's
+    /// shape) and corrected by this search's measurements, choosing which candidates
+    /// are compiled and measured.
+    #[arg(long, value_parser = ["evolutionary", "random", "exhaustive", "guided"])]
     pub strategy: Option<String>,
+    /// The recorded evaluations the guided strategy's cost model learns from [default:
+    /// experiments]. Recorded in experiment.toml.
+    #[arg(long, value_name = "DIR")]
+    pub model_data: Option<PathBuf>,
     /// The pass the kernels compute: `forward` (the default) or `backward` (dQ, dK, dV;
     /// the seeds are the backward genomes of --genomes, and GREEN and FAST are the
     /// backward's). On resume, the recorded pass.
@@ -355,6 +362,17 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             seed: Some(config.seed),
         },
         quiet: args.quiet,
+        model: match &config.model_data {
+            Some(data) => {
+                let [problem] = objective.as_slice() else {
+                    bail!("the guided strategy searches one shape; give --problem, not --suite");
+                };
+                let model = super::cost_model::train(data, &device, config.pass, *problem, &[])?;
+                println!("cost model: {}", model.0.describe());
+                Some(model)
+            }
+            None => None,
+        },
     };
     let mut exchange = match &config.island {
         Some(island) => {
@@ -411,6 +429,12 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             report += &format!("- {line}\n");
         }
     }
+    if let (Some(quality), Some(model)) = (&outcome.model_quality, &search_config.model) {
+        report += &format!(
+            "\n## Cost model\n\n- {}\n- This search: {quality}\n",
+            model.0.describe()
+        );
+    }
     write_atomic(&report_path, report.as_bytes())
         .with_context(|| format!("{}: cannot write", report_path.display()))?;
 
@@ -427,6 +451,9 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
     );
     for line in &usage {
         println!("  {line}");
+    }
+    if let Some(quality) = &outcome.model_quality {
+        println!("  cost model: {quality}");
     }
     print_champion(&outcome.lineage);
     println!("report: {}", report_path.display());

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod champions;
 pub mod compile;
+pub mod cost_model;
 pub mod evolve;
 pub mod export;
 pub mod gate;
@@ -15,6 +16,7 @@ pub mod replay;
 pub mod snapshot;
 pub mod space;
 pub mod strategies;
+pub mod tune;
 pub mod worker;
 
 use crate::cli::Command;
@@ -73,11 +75,13 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Export(a) => export::run(a),
         Command::Snapshot(a) => snapshot::run(a),
         Command::Evolve(a) => evolve::run(a),
+        Command::Tune(a) => tune::run(a),
         Command::Lineage(a) => lineage::run(a),
         Command::Insights(a) => insights::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Strategies(a) => strategies::run(a),
+        Command::Model(a) => cost_model::run(a),
         Command::Landscape(a) => landscape::run(a),
         Command::Profile(a) => profile::run(a),
         Command::ProfileTarget(a) => profile::run_target(a),

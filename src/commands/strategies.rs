@@ -1,8 +1,10 @@
 //! `evo strategies`: evolutionary vs random on a recorded landscape, over many seeds;
-//! with `--steady`, the steady-state search beside them.
+//! with `--steady`, the steady-state search beside them; with `--guided`, the search
+//! guided by a cost model trained without the landscape's shape.
 
 use crate::commands::evolve::{numbers, DEFAULT_LANDSCAPE};
 use anyhow::{bail, Context};
+use evo_genome::Problem;
 use evo_lineage::write_atomic;
 use evo_mutator::{compare_strategies, Contender, EvolutionParams, Landscape, StrategyKind};
 use std::path::PathBuf;
@@ -40,6 +42,18 @@ pub struct StrategiesArgs {
         value_parser = numbers::candidates
     )]
     pub in_flight: Vec<usize>,
+    /// Add the guided search (`evo evolve --strategy guided`): the evolutionary breeding
+    /// with a cost model ranking the candidates. The model is trained on the records
+    /// under --model-data, never on the landscape's own shape, wherever it was recorded.
+    #[arg(long)]
+    pub guided: bool,
+    /// The recorded evaluations the cost model learns from.
+    #[arg(long, value_name = "DIR", default_value = super::cost_model::DEFAULT_MODEL_DATA)]
+    pub model_data: PathBuf,
+    /// Shapes the model must not learn from besides the landscape's own (repeatable),
+    /// e.g. the landscape's shape with the causal mask, for a stricter test.
+    #[arg(long, value_name = "SPEC", requires = "guided")]
+    pub leave_out: Vec<String>,
     /// Also write the result as JSON (a new file, or one replaced with --force).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -98,6 +112,28 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
                 ..Contender::new(StrategyKind::Evolutionary, &steady)
             });
         }
+    }
+    if args.guided {
+        let leave_out = args
+            .leave_out
+            .iter()
+            .map(|s| {
+                s.parse::<Problem>()
+                    .map_err(|e| anyhow::anyhow!("--leave-out {s}: {e}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let model = super::cost_model::train(
+            &args.model_data,
+            &landscape.meta.device,
+            landscape.space().pass(),
+            landscape.meta.problem,
+            &leave_out,
+        )?;
+        println!("cost model: {}", model.0.describe());
+        contenders.push(Contender {
+            model: Some(model),
+            ..Contender::new(StrategyKind::Guided, &params)
+        });
     }
     contenders.push(Contender::new(StrategyKind::Random, &params));
     let Some(comparison) =

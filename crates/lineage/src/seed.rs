@@ -9,7 +9,7 @@
 use crate::graph::{Lineage, LineageError, LineageMeta, Node};
 use crate::operator::Operator;
 use evo_genome::{Genome, GenomeFile, Problem};
-use evo_record::{Evaluation, Status, Timing};
+use evo_record::Evaluation;
 use thiserror::Error;
 
 /// The named genomes of the hand evolution, root first.
@@ -41,28 +41,13 @@ pub const SEEDS_METHOD: &str = "seeds' record";
 /// seed shape; the seeds recorded no spread, so min = median = max).
 pub fn seeds_record(name: &str, genome: &Genome) -> Option<Evaluation> {
     let us = SEEDS_L4_US.iter().find(|(n, _)| *n == name)?.1;
-    let problem = Problem::seed();
-    Some(Evaluation {
-        genome_id: genome.id(),
-        genome: *genome,
-        device: SEEDS_DEVICE.into(),
-        device_index: None,
-        status: Status::Ok,
-        score_us: Some(us),
-        timings: vec![Timing {
-            problem,
-            median_us: us,
-            min_us: us,
-            max_us: us,
-            repeats: 1,
-            launches_per_repeat: 1,
-            method: SEEDS_METHOD.into(),
-            tflops: problem.flops() / (us * 1e-6) / 1e12,
-        }],
-        resources: None,
-        detail: String::new(),
-        gates: Vec::new(),
-    })
+    Some(Evaluation::summarized(
+        *genome,
+        SEEDS_DEVICE,
+        Problem::seed(),
+        us,
+        SEEDS_METHOD,
+    ))
 }
 
 /// Builds the seeds' lineage from the named genomes; `measure` gives each step's

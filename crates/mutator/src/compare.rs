@@ -6,6 +6,7 @@
 //! strategies start equally blind.
 
 use crate::landscape::{Landscape, LandscapeEvaluator};
+use crate::model::ModelHandle;
 use crate::search::{search, Budget, SearchConfig, SearchError, Sinks, WallClock};
 use crate::strategy::{EvolutionParams, StrategyKind};
 use evo_lineage::{insights::median, LineageMeta};
@@ -41,6 +42,8 @@ pub struct Contender {
     pub label: String,
     pub strategy: StrategyKind,
     pub params: EvolutionParams,
+    /// The guided strategy's cost model.
+    pub model: Option<ModelHandle>,
 }
 
 impl Contender {
@@ -50,6 +53,7 @@ impl Contender {
             label: strategy.to_string(),
             strategy,
             params: params.clone(),
+            model: None,
         }
     }
 }
@@ -78,6 +82,7 @@ pub fn compare_strategies(
                 seeds: Vec::new(),
                 meta: LineageMeta::default(),
                 quiet: true,
+                model: contender.model.clone(),
             };
             let mut evaluator = LandscapeEvaluator::new(landscape.clone());
             let outcome = search(

@@ -2,7 +2,7 @@
 //!
 //! ```toml
 //! name = "2026-11-22-h100-evolutionary-s1"
-//! strategy = "evolutionary"      # evolutionary | random | exhaustive
+//! strategy = "evolutionary"      # evolutionary | random | exhaustive | guided
 //! seed = 1
 //! backend = "auto"               # auto | gpu | replay:DIR
 //! seeds = ["v3", "v5", "v6a", "v7a", "fa2"]   # named genomes that start the population
@@ -148,6 +148,10 @@ pub struct ExperimentConfig {
     /// One island of an island-model search (evolutionary only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub island: Option<IslandConfig>,
+    /// The guided strategy: the folder of recorded evaluations its cost model learns
+    /// from (the search's own shape left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_data: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Error)]
@@ -227,6 +231,28 @@ impl ExperimentConfig {
         }
         if let Err((field, message)) = config.evolutionary.check() {
             return Err(invalid(&format!("evolutionary.{field}"), message));
+        }
+        if config.model_data.is_some() != (config.strategy == StrategyKind::Guided) {
+            return Err(invalid(
+                "model_data",
+                format!(
+                    "only the guided strategy has a cost model, and it needs its records: strategy = \"{}\" {} model_data",
+                    config.strategy,
+                    if config.model_data.is_some() { "takes no" } else { "needs" }
+                ),
+            ));
+        }
+        if config.strategy == StrategyKind::Guided && !config.suite.is_empty() {
+            return Err(invalid(
+                "suite",
+                "the guided strategy's model ranks genomes for one shape; give one problem, not a suite".into(),
+            ));
+        }
+        if config.evolutionary.steady && config.strategy == StrategyKind::Guided {
+            return Err(invalid(
+                "evolutionary.steady",
+                "the guided strategy ranks a generation's candidates together; run it generation by generation (no steady = true)".into(),
+            ));
         }
         if config.evolutionary.steady && config.strategy != StrategyKind::Evolutionary {
             return Err(invalid(

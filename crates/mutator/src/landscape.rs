@@ -87,12 +87,22 @@ pub enum LandscapeError {
     },
 }
 
-/// One line of `evaluations.jsonl`: as `evo landscape` logs it, or a bare evaluation.
+/// One line of a record file (`evaluations.jsonl`): as the evaluation cache and
+/// `evo landscape` log it, or a bare evaluation.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum Line {
+pub enum RecordLine {
     Record(Box<CacheRecord>),
     Bare(Box<Evaluation>),
+}
+
+impl RecordLine {
+    pub fn into_evaluation(self) -> Evaluation {
+        match self {
+            RecordLine::Record(r) => r.evaluation,
+            RecordLine::Bare(e) => *e,
+        }
+    }
 }
 
 /// A loaded landscape.
@@ -139,15 +149,12 @@ impl Landscape {
                 })
             }
         };
-        let parsed = read_json_lines::<Line>(&text, &eval_path)?;
+        let parsed = read_json_lines::<RecordLine>(&text, &eval_path)?;
         let lines = parsed.values;
         let mut warnings: Vec<String> = parsed.warning.into_iter().collect();
         let mut evaluations = HashMap::new();
         for (line, entry) in lines {
-            let evaluation = match entry {
-                Line::Record(r) => r.evaluation,
-                Line::Bare(e) => *e,
-            };
+            let evaluation = entry.into_evaluation();
             if evaluation.device != meta.device {
                 return Err(LandscapeError::OtherDevice {
                     path: eval_path,

@@ -13,8 +13,10 @@ pub mod cache;
 pub mod compare;
 pub mod evaluator;
 pub mod experiment;
+mod guided;
 pub mod island;
 pub mod landscape;
+pub mod model;
 pub mod operators;
 pub mod search;
 pub mod space;
@@ -28,7 +30,8 @@ pub use experiment::{
     Backend, BudgetConfig, ConfigError, ExperimentConfig, EXPERIMENT_FILE, MAX_MINUTES,
 };
 pub use island::{Exchange, IslandConfig, IslandError, Migrant, MIGRANTS_FILE};
-pub use landscape::{Landscape, LandscapeError, LandscapeEvaluator, LandscapeMeta};
+pub use landscape::{Landscape, LandscapeError, LandscapeEvaluator, LandscapeMeta, RecordLine};
+pub use model::{CostModel, CostModelSource, ModelHandle};
 pub use operators::{crossover, dedup, mutate, repair, Candidate};
 pub use search::{
     search, Budget, Clock, SearchConfig, SearchError, SearchOutcome, Sinks, StopReason, WallClock,

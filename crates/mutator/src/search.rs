@@ -9,6 +9,7 @@
 use crate::cache::{CacheError, EvaluationCache};
 use crate::evaluator::{Evaluator, EvaluatorError};
 use crate::island::{Exchange, IslandError, Migrant};
+use crate::model::ModelHandle;
 use crate::operators::Candidate;
 use crate::space::{SearchSpace, SpaceError};
 use crate::strategy::{EvolutionParams, Strategy, StrategyKind};
@@ -68,6 +69,8 @@ pub struct SearchConfig {
     pub meta: LineageMeta,
     /// No progress bar (it is also hidden when stderr is not a terminal).
     pub quiet: bool,
+    /// The cost model of the guided strategy (the others ignore it).
+    pub model: Option<ModelHandle>,
 }
 
 /// Why the search stopped.
@@ -91,6 +94,8 @@ pub struct SearchOutcome {
     pub stop: StopReason,
     /// Best score (µs) after each evaluation, `INFINITY` before the first pass.
     pub best_after: Vec<f64>,
+    /// How well the guided strategy's cost model predicted the measurements.
+    pub model_quality: Option<String>,
 }
 
 impl Default for SearchOutcome {
@@ -103,6 +108,7 @@ impl Default for SearchOutcome {
             failed: 0,
             stop: StopReason::Budget,
             best_after: Vec::new(),
+            model_quality: None,
         }
     }
 }
@@ -215,7 +221,14 @@ pub fn search(
         return crate::steady::search(config, space, evaluator, sinks, clock);
     }
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    let mut strategy = Strategy::new(config.strategy, &config.params, config.seeds.clone(), space)?;
+    let model = config.model.as_ref().map(|m| m.0.start());
+    let mut strategy = Strategy::new(
+        config.strategy,
+        &config.params,
+        config.seeds.clone(),
+        space,
+        model,
+    )?;
     let mut lineage = Lineage::new(config.meta.clone());
     let mut seen: HashSet<GenomeId> = HashSet::new();
     let mut outcome = SearchOutcome::default();
@@ -331,6 +344,7 @@ pub fn search(
     }
     progress.finish_and_clear();
     outcome.lineage = lineage;
+    outcome.model_quality = strategy.model_quality();
     Ok(outcome)
 }
 

@@ -86,6 +86,8 @@ pub enum SpaceError {
     NoValidGenome { head_dim: HeadDim, target: Target },
     #[error("an exhaustive walk needs a declared sub-space of at most {ENUMERABLE} points; this space has {0}")]
     NotEnumerable(u128),
+    #[error("the guided strategy ranks candidates with a cost model, and none was given; train one from the recorded evaluations (`--model-data DIR`)")]
+    NoModel,
     #[error(
         "sub-space: family `{family}` is a {} kernel, but the base genome's family `{base}` is \
          a {} one; a search is of one pass: list families of the base's pass only",

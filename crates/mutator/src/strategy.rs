@@ -3,12 +3,16 @@
 //! * evolutionary: a population; tournament selection; elites carried over;
 //!   children by uniform crossover (at `crossover_rate`) and/or mutation, repaired;
 //! * random: valid genomes drawn uniformly, never one twice;
-//! * exhaustive: every valid point of a declared sub-space, in lexicographic order.
+//! * exhaustive: every valid point of a declared sub-space, in lexicographic order;
+//! * guided: the evolutionary breeding with a cost model choosing which candidates
+//!   are measured ([`crate::guided`]).
 //!
 //! A strategy sees only the RNG, the space, the set of genomes already evaluated and
 //! the evaluations of its own batches, so the same seed and the same measurements
 //! give the same sequence of candidates.
 
+use crate::guided::Guided;
+use crate::model::CostModel;
 use crate::operators::{self, Candidate};
 use crate::space::{SearchSpace, SpaceError};
 use evo_genome::{GenomeFile, GenomeId};
@@ -27,13 +31,15 @@ pub enum StrategyKind {
     Evolutionary,
     Random,
     Exhaustive,
+    Guided,
 }
 
 impl StrategyKind {
-    pub const ALL: [StrategyKind; 3] = [
+    pub const ALL: [StrategyKind; 4] = [
         StrategyKind::Evolutionary,
         StrategyKind::Random,
         StrategyKind::Exhaustive,
+        StrategyKind::Guided,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +47,7 @@ impl StrategyKind {
             StrategyKind::Evolutionary => "evolutionary",
             StrategyKind::Random => "random",
             StrategyKind::Exhaustive => "exhaustive",
+            StrategyKind::Guided => "guided",
         }
     }
 
@@ -161,6 +168,7 @@ const TRIES_PER_CHILD: usize = 32;
 /// A strategy's state between batches.
 pub(crate) enum Strategy {
     Evolutionary(Evolution),
+    Guided(Box<Guided>),
     Random { batch: usize },
     Exhaustive { batch: usize, next: usize },
 }
@@ -189,10 +197,18 @@ impl Strategy {
         params: &EvolutionParams,
         seeds: Vec<GenomeFile>,
         space: &SearchSpace,
+        model: Option<Box<dyn CostModel>>,
     ) -> Result<Strategy, SpaceError> {
         Ok(match kind {
             StrategyKind::Evolutionary => {
                 Strategy::Evolutionary(Strategy::evolution(params, seeds))
+            }
+            StrategyKind::Guided => {
+                let model = model.ok_or(SpaceError::NoModel)?;
+                Strategy::Guided(Box::new(Guided::new(
+                    Strategy::evolution(params, seeds),
+                    model,
+                )))
             }
             StrategyKind::Random => Strategy::Random {
                 batch: params.population,
@@ -213,6 +229,7 @@ impl Strategy {
     pub(crate) fn generation(&self, batches_done: u32) -> u32 {
         match self {
             Strategy::Evolutionary(e) => e.generation,
+            Strategy::Guided(g) => g.evolution.generation,
             _ => batches_done,
         }
     }
@@ -221,6 +238,7 @@ impl Strategy {
     pub(crate) fn generation_limit(&self) -> Option<u32> {
         match self {
             Strategy::Evolutionary(e) => e.params.generations,
+            Strategy::Guided(g) => g.evolution.params.generations,
             _ => None,
         }
     }
@@ -229,6 +247,10 @@ impl Strategy {
     pub(crate) fn finished(&self) -> bool {
         match self {
             Strategy::Evolutionary(e) => e.params.generations.is_some_and(|g| e.generation > g),
+            Strategy::Guided(g) => {
+                let e = &g.evolution;
+                e.params.generations.is_some_and(|l| e.generation > l)
+            }
             _ => false,
         }
     }
@@ -243,6 +265,7 @@ impl Strategy {
     ) -> Result<Vec<Candidate>, SpaceError> {
         match self {
             Strategy::Evolutionary(e) => e.propose(rng, space, seen, max),
+            Strategy::Guided(g) => g.propose(rng, space, seen, max),
             Strategy::Random { batch } => {
                 let n = (*batch).min(max);
                 random_unseen(rng, space, seen, n)
@@ -272,8 +295,10 @@ impl Strategy {
     /// The ids of the best `n` members of the evolutionary population that passed
     /// (best first); empty for the other strategies.
     pub(crate) fn elites(&self, n: usize) -> Vec<GenomeId> {
-        let Strategy::Evolutionary(e) = self else {
-            return Vec::new();
+        let e = match self {
+            Strategy::Evolutionary(e) => e,
+            Strategy::Guided(g) => &g.evolution,
+            _ => return Vec::new(),
         };
         let mut ranked: Vec<&(Candidate, f64)> =
             e.population.iter().filter(|(_, s)| s.is_finite()).collect();
@@ -283,7 +308,12 @@ impl Strategy {
 
     /// Immigrants take the places of the worst members of the evolutionary population.
     pub(crate) fn immigrate(&mut self, immigrants: Vec<(Candidate, f64)>) {
-        if let Strategy::Evolutionary(e) = self {
+        let e = match self {
+            Strategy::Evolutionary(e) => Some(e),
+            Strategy::Guided(g) => Some(&mut g.evolution),
+            _ => None,
+        };
+        if let Some(e) = e {
             e.population.sort_by(|a, b| a.1.total_cmp(&b.1));
             let keep = e.population.len().saturating_sub(immigrants.len());
             e.population.truncate(keep);
@@ -293,8 +323,18 @@ impl Strategy {
 
     /// Feeds back the evaluations of the last batch (same order as proposed).
     pub(crate) fn observe(&mut self, results: &[(Candidate, Evaluation)]) {
-        if let Strategy::Evolutionary(e) = self {
-            e.observe(results);
+        match self {
+            Strategy::Evolutionary(e) => e.observe(results),
+            Strategy::Guided(g) => g.observe(results),
+            _ => {}
+        }
+    }
+
+    /// How well the cost model predicted this search's measurements (guided only).
+    pub(crate) fn model_quality(&self) -> Option<String> {
+        match self {
+            Strategy::Guided(g) => Some(g.model.quality()),
+            _ => None,
         }
     }
 }
@@ -305,7 +345,7 @@ fn score(e: &Evaluation) -> f64 {
 }
 
 /// `n` valid genomes not in `seen` and distinct, drawn uniformly.
-fn random_unseen(
+pub(crate) fn random_unseen(
     rng: &mut ChaCha8Rng,
     space: &SearchSpace,
     seen: &HashSet<GenomeId>,
@@ -391,16 +431,33 @@ impl Evolution {
         max: usize,
     ) -> Result<Vec<Candidate>, SpaceError> {
         let want = self.params.population.min(max);
-        let mut seeded = Vec::new();
-        for file in &self.seeds {
-            seeded.push(operators::seed(file, space, rng)?);
-        }
-        let mut out = operators::dedup(seeded, seen);
+        let mut out = operators::dedup(self.seeded(rng, space)?, seen);
         out.truncate(want);
         let mut seen_all = seen.clone();
         seen_all.extend(out.iter().map(|c| c.genome.id()));
         out.extend(random_unseen(rng, space, &seen_all, want - out.len())?);
         Ok(out)
+    }
+
+    /// The named seeds, each repaired into the space.
+    pub(crate) fn seeded(
+        &self,
+        rng: &mut ChaCha8Rng,
+        space: &SearchSpace,
+    ) -> Result<Vec<Candidate>, SpaceError> {
+        self.seeds
+            .iter()
+            .map(|file| operators::seed(file, space, rng))
+            .collect()
+    }
+
+    pub(crate) fn params(&self) -> &EvolutionParams {
+        &self.params
+    }
+
+    /// Nothing measured yet: the next batch is the first population.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.population.is_empty()
     }
 
     /// Tournament: `tournament` members drawn with replacement; the best score wins
@@ -416,7 +473,11 @@ impl Evolution {
         &best.expect("tournament >= 1").0
     }
 
-    fn child(&self, rng: &mut ChaCha8Rng, space: &SearchSpace) -> Result<Candidate, SpaceError> {
+    pub(crate) fn child(
+        &self,
+        rng: &mut ChaCha8Rng,
+        space: &SearchSpace,
+    ) -> Result<Candidate, SpaceError> {
         let a = self.select(rng).genome;
         if rng.random_bool(self.params.crossover_rate) {
             let b = self.select(rng).genome;
@@ -447,7 +508,7 @@ impl Evolution {
         })
     }
 
-    fn observe(&mut self, results: &[(Candidate, Evaluation)]) {
+    pub(crate) fn observe(&mut self, results: &[(Candidate, Evaluation)]) {
         let offspring: Vec<(Candidate, f64)> =
             results.iter().map(|(c, e)| (c.clone(), score(e))).collect();
         if self.population.is_empty() {

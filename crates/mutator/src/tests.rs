@@ -17,6 +17,7 @@ use std::time::Duration;
 mod cache;
 mod config;
 mod fixture;
+mod guided;
 mod islands;
 mod landscape;
 mod passes;
@@ -95,6 +96,7 @@ fn config(strategy: StrategyKind, budget: Budget, seed: u64) -> SearchConfig {
         seeds: named_genomes(),
         meta: evo_lineage::LineageMeta::default(),
         quiet: true,
+        model: None,
     }
 }
 
@@ -401,6 +403,7 @@ fn exhaustive_walks_the_whole_sub_space_and_finds_the_optimum() {
         &EvolutionParams::default(),
         vec![],
         &SearchSpace::full(HeadDim::D64, Target::Sm90),
+        None,
     )
     .err()
     .unwrap();

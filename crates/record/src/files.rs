@@ -35,6 +35,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The name of the lock file a writer holds in a folder.
 pub const LOCK_FILE: &str = ".evo.lock";
 
+/// What a folder holds besides its lock file, sorted, and a short list of it for a
+/// message (the first four names, then how many more); `None` when it holds nothing
+/// else. A command that finds someone's files where it meant to write refuses with it.
+pub fn other_files(dir: &Path) -> std::io::Result<Option<(Vec<String>, String)>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != LOCK_FILE)
+        .collect();
+    if names.is_empty() {
+        return Ok(None);
+    }
+    names.sort();
+    let mut shown = names.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > 4 {
+        shown += &format!(" and {} more", names.len() - 4);
+    }
+    Ok(Some((names, shown)))
+}
+
 /// An exclusive, advisory lock on a folder, held while the value lives. The operating
 /// system drops it when the process ends, however it ends (kill -9 included), so a
 /// crashed search never leaves a folder locked.

@@ -127,6 +127,39 @@ impl Evaluation {
         }
     }
 
+    /// A passed evaluation on one shape, its one timing at `us` (a summary of
+    /// measurements made elsewhere, as a training snapshot keeps them: no spread, no
+    /// resources, no gate names).
+    pub fn summarized(
+        genome: Genome,
+        device: &str,
+        problem: Problem,
+        us: f64,
+        method: &str,
+    ) -> Self {
+        Evaluation {
+            genome_id: genome.id(),
+            genome,
+            device: device.to_string(),
+            device_index: None,
+            status: Status::Ok,
+            score_us: Some(us),
+            timings: vec![Timing {
+                problem,
+                median_us: us,
+                min_us: us,
+                max_us: us,
+                repeats: 1,
+                launches_per_repeat: 1,
+                method: method.to_string(),
+                tflops: problem.flops() / (us * 1e-6) / 1e12,
+            }],
+            resources: None,
+            detail: String::new(),
+            gates: Vec::new(),
+        }
+    }
+
     pub fn is_ok(&self) -> bool {
         self.status == Status::Ok && self.score_us.is_some()
     }

@@ -3,7 +3,6 @@
 
 use super::EvolveArgs;
 use anyhow::Context;
-use evo_gates::outcome::files::LOCK_FILE;
 use evo_gates::TimingSuite;
 use evo_genome::{Dtype, GenomeFile, Pass, Problem};
 use evo_mutator::{
@@ -123,22 +122,14 @@ fn refuse_foreign(dir: &Path) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let mut names: Vec<String> = std::fs::read_dir(dir)
+    let Some((_, shown)) = evo_gates::outcome::files::other_files(dir)
         .with_context(|| format!("{}: cannot list", dir.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != LOCK_FILE)
-        .collect();
-    if names.is_empty() {
+    else {
         return Ok(());
-    }
-    names.sort();
-    let shown = names.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
-    let more = names.len().saturating_sub(4);
+    };
     Err(Refusal(format!(
-        "{} holds {shown}{} but no {EXPERIMENT_FILE}: it is not an experiment evo can resume, and a new search there would mix its records with these; choose a new --experiment folder, or restore its {EXPERIMENT_FILE}",
-        dir.display(),
-        if more > 0 { format!(" and {more} more") } else { String::new() }
+        "{} holds {shown} but no {EXPERIMENT_FILE}: it is not an experiment evo can resume, and a new search there would mix its records with these; choose a new --experiment folder, or restore its {EXPERIMENT_FILE}",
+        dir.display()
     ))
     .into())
 }
@@ -162,6 +153,13 @@ fn check_resume(
     };
     if let Some(s) = &args.strategy {
         clash("strategy", s.clone(), config.strategy.to_string())?;
+    }
+    if let Some(d) = &args.model_data {
+        let recorded = config
+            .model_data
+            .as_ref()
+            .map_or("none".into(), |r| r.display().to_string());
+        clash("model_data", d.display().to_string(), recorded)?;
     }
     if let Some(s) = args.seed {
         clash("seed", s.to_string(), config.seed.to_string())?;
@@ -360,6 +358,19 @@ pub(super) fn config_from_args(
         target: None,
         subspace: None,
         island: args.island_config(),
+        model_data: match args.strategy.as_deref() {
+            Some("guided") => Some(
+                args.model_data
+                    .clone()
+                    .unwrap_or_else(|| crate::commands::cost_model::DEFAULT_MODEL_DATA.into()),
+            ),
+            _ => {
+                if args.model_data.is_some() {
+                    anyhow::bail!("--model-data is the guided strategy's; add --strategy guided");
+                }
+                None
+            }
+        },
     };
     // Round-trip through the checker so the command line gets the file's checks.
     let text = toml::to_string(&config)?;
@@ -389,6 +400,7 @@ fn option_of(field: &str) -> String {
         "backend" => "--backend".into(),
         "strategy" => "--strategy".into(),
         "pass" => "--pass".into(),
+        "model_data" => "--model-data (with --strategy guided)".into(),
         f if f.starts_with("island") => "--island and its options".into(),
         f => format!("the option that sets `{f}`"),
     }

@@ -93,8 +93,15 @@ pub(super) fn report(
     )));
     let _ = writeln!(
         out,
-        "\nReproduce: `evo evolve --experiment {}` (same seed, same measurements: same lineage).",
-        dir.display()
+        "\nReproduce: `evo evolve --experiment {}` (same seed, same measurements{}: same lineage).",
+        dir.display(),
+        match &config.model_data {
+            Some(d) => format!(
+                ", same records under the model's data {} (a folder that gained records since trains another model)",
+                d.display()
+            ),
+            None => String::new(),
+        }
     );
     out
 }
