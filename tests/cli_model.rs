@@ -378,7 +378,7 @@ fn a_guided_search_records_its_model_data_and_reports_the_model() {
 }
 
 #[test]
-fn model_data_steady_and_a_suite_are_refused_where_the_guided_strategy_cannot_use_them() {
+fn model_data_and_a_suite_are_refused_where_the_guided_strategy_cannot_use_them() {
     let tmp = tempfile::tempdir().unwrap();
     let exp = tmp.path().join("e");
     let exp_arg = path_arg(&exp);
@@ -403,14 +403,27 @@ fn model_data_steady_and_a_suite_are_refused_where_the_guided_strategy_cannot_us
         "--model-data is the guided strategy's; add --strategy guided",
     );
     refused(
-        &evolve(&["--strategy", "guided", "--steady"]),
-        "--steady: the guided strategy ranks a generation's candidates together",
-    );
-    refused(
         &evolve(&["--strategy", "guided", "--suite", "anchors"]),
         "--suite: the guided strategy's model ranks genomes for one shape",
     );
     assert!(!exp.exists(), "a refused start left a folder");
+    // The steady-state search takes the model too: each answer's newcomer is its pick.
+    let steady = succeeded(&evolve(&[
+        "--strategy",
+        "guided",
+        "--steady",
+        "--budget",
+        "32",
+        "--model-data",
+        SNAPSHOT,
+    ]));
+    assert!(steady.contains("32 evaluations: 32 fresh"), "{steady}");
+    assert!(
+        steady.contains("  cost model: predicted the order of"),
+        "{steady}"
+    );
+    let report = std::fs::read_to_string(exp.join("report.md")).unwrap();
+    assert!(report.contains("## Cost model"), "{report}");
 }
 
 #[test]

@@ -7,7 +7,8 @@
 #  a. The guided strategy against the evolutionary and random ones, 50 seeds each, the
 #     model trained on the snapshot without the landscape's shape;
 #  b. also without the causal twin of that shape;
-#  c. also without every other D64 shape: the model has seen only D96, D128 and D256.
+#  c. also without every other D64 shape: the model has seen only D96, D128 and D256;
+#  d. the steady-state searches beside them (see the last command).
 set -euo pipefail
 evo=${EVO:-target/release/evo}
 out=experiments/2026-11-26-cost-model
@@ -23,3 +24,6 @@ $evo strategies --guided --model-data $snap --seeds 50 --checkpoints 25,50,100,2
 $evo strategies --guided --model-data $snap --seeds 50 --checkpoints 25,50,100,200 \
   --leave-out 1,8,512,512,64,f16,causal --leave-out 4,16,1024,1024,64,f16 \
   --leave-out 4,16,1024,1024,64,f16,causal --json $out/c.json --force > $out/c.txt
+#  d. (added after a-c) the steady-state search with the model, 1 and 21 in flight.
+$evo strategies --guided --steady --in-flight 1,21 --model-data $snap --seeds 50 \
+  --checkpoints 25,50,100 --json $out/d.json --force > $out/d.txt

@@ -131,9 +131,24 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
         )?;
         println!("cost model: {}", model.0.describe());
         contenders.push(Contender {
-            model: Some(model),
+            model: Some(model.clone()),
             ..Contender::new(StrategyKind::Guided, &params)
         });
+        if args.steady {
+            for &n in &args.in_flight {
+                let steady = EvolutionParams {
+                    steady: true,
+                    pipeline: false,
+                    in_flight: Some(n),
+                    ..params.clone()
+                };
+                contenders.push(Contender {
+                    label: format!("guided, steady-state ({n} in flight)"),
+                    model: Some(model.clone()),
+                    ..Contender::new(StrategyKind::Guided, &steady)
+                });
+            }
+        }
     }
     contenders.push(Contender::new(StrategyKind::Random, &params));
     let Some(comparison) =

@@ -106,6 +106,7 @@ impl CostModelSource for ForestSource {
             own: Vec::new(),
             predicted: HashMap::new(),
             pairs: Vec::new(),
+            fitted: 0,
         })
     }
 
@@ -126,6 +127,8 @@ struct Online {
     predicted: HashMap<GenomeId, f64>,
     /// (prediction before measuring, ln measured µs) of every measured genome.
     pairs: Vec<(f64, f64)>,
+    /// How many of `own` the correction was last fitted to.
+    fitted: usize,
 }
 
 impl CostModel for Online {
@@ -155,9 +158,15 @@ impl CostModel for Online {
             let base = predict(&self.base, std::slice::from_ref(&x))[0];
             self.own.push((x, us.ln() - base));
         }
-        if self.own.len() >= ONLINE_MIN {
+        // A batch refits the correction; answers that come one at a time (the
+        // steady-state search) refit it once an eighth more of them has arrived, so
+        // the refits cost O(n log n) over a search, not O(n^2).
+        let n = self.own.len();
+        let due = measured.len() > 1 || n >= self.fitted + (n / 8).max(1);
+        if n >= ONLINE_MIN && due {
             let (x, y): (Vec<Vec<f64>>, Vec<f64>) = self.own.iter().cloned().unzip();
-            self.correction = fit(&x, &y, ONLINE_TREES, self.own.len() as u64).ok();
+            self.correction = fit(&x, &y, ONLINE_TREES, n as u64).ok();
+            self.fitted = n;
         }
     }
 

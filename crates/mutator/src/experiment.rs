@@ -248,17 +248,16 @@ impl ExperimentConfig {
                 "the guided strategy's model ranks genomes for one shape; give one problem, not a suite".into(),
             ));
         }
-        if config.evolutionary.steady && config.strategy == StrategyKind::Guided {
-            return Err(invalid(
-                "evolutionary.steady",
-                "the guided strategy ranks a generation's candidates together; run it generation by generation (no steady = true)".into(),
-            ));
-        }
-        if config.evolutionary.steady && config.strategy != StrategyKind::Evolutionary {
+        if config.evolutionary.steady
+            && !matches!(
+                config.strategy,
+                StrategyKind::Evolutionary | StrategyKind::Guided
+            )
+        {
             return Err(invalid(
                 "evolutionary.steady",
                 format!(
-                    "a steady-state search breeds from a population; strategy = \"{}\" has none: use \"evolutionary\"",
+                    "a steady-state search breeds from a population; strategy = \"{}\" has none: use \"evolutionary\" or \"guided\"",
                     config.strategy
                 ),
             ));

@@ -12,7 +12,8 @@
 //! corrects itself on this shape.
 //!
 //! The first batch is the named seeds (measured as they are: a user's champion is
-//! never skipped on a prediction) and the model's best picks of a uniform draw.
+//! never skipped on a prediction) and the model's best picks of a uniform draw. The
+//! steady-state search ranks a smaller pool for each answer ([`Guided::breed_one`]).
 //! Deterministic: the same seed, the same model and the same measurements give the
 //! same candidates.
 
@@ -30,6 +31,9 @@ use std::collections::HashSet;
 const BRED_PER_SLOT: usize = 16;
 /// Genomes drawn uniformly into each pool (all the valid points when fewer).
 const DRAWN: usize = 4096;
+/// The same for the steady-state search, which ranks a pool for every answer: a
+/// smaller draw keeps the ranking to milliseconds where GPUs answer many times a second.
+const DRAWN_STEADY: usize = 256;
 /// Whose single-gene neighbours join each pool: the best this many measured.
 const NEIGHBOURS_OF: usize = 2;
 
@@ -64,6 +68,30 @@ impl Guided {
             params.population - params.elites
         }
         .min(max);
+        self.ranked(rng, space, seen, want, first, DRAWN)
+    }
+
+    /// One child for the steady-state search: the best-ranked of a pool bred from the
+    /// population as it stands. `None` when the space has nothing left.
+    pub(crate) fn breed_one(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        space: &SearchSpace,
+        seen: &HashSet<GenomeId>,
+    ) -> Result<Option<Candidate>, SpaceError> {
+        Ok(self.ranked(rng, space, seen, 1, false, DRAWN_STEADY)?.pop())
+    }
+
+    /// The `want` best-ranked of a pool (the named seeds first when `first`).
+    fn ranked(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        space: &SearchSpace,
+        seen: &HashSet<GenomeId>,
+        want: usize,
+        first: bool,
+        drawn: usize,
+    ) -> Result<Vec<Candidate>, SpaceError> {
         let mut out: Vec<Candidate> = Vec::new();
         let mut taken: HashSet<GenomeId> = HashSet::new();
         if first {
@@ -91,7 +119,7 @@ impl Guided {
                 }
             }
         }
-        for c in random_unseen(rng, space, seen, DRAWN)? {
+        for c in random_unseen(rng, space, seen, drawn)? {
             offer(c, &mut pool);
         }
         let genomes: Vec<Genome> = pool.iter().map(|c| c.genome).collect();
@@ -110,6 +138,17 @@ impl Guided {
 
     pub(crate) fn observe(&mut self, results: &[(Candidate, Evaluation)]) {
         self.evolution.observe(results);
+        self.learn(results);
+    }
+
+    /// The steady-state search's answer: the newcomer takes the worst member's place,
+    /// and the model learns from it.
+    pub(crate) fn replace_worst(&mut self, newcomer: Candidate, evaluation: &Evaluation) {
+        self.learn(&[(newcomer.clone(), evaluation.clone())]);
+        self.evolution.replace_worst(newcomer, evaluation);
+    }
+
+    fn learn(&mut self, results: &[(Candidate, Evaluation)]) {
         let evaluations: Vec<Evaluation> = results.iter().map(|(_, e)| e.clone()).collect();
         self.model.observe(&evaluations);
         for (c, e) in results {

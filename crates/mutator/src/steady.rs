@@ -1,4 +1,5 @@
-//! The steady-state search: no generation barrier.
+//! The steady-state search: no generation barrier. With the guided strategy, each
+//! answer's newcomer is the cost model's pick of a pool bred from the population.
 //!
 //! The generational loop breeds a generation only when the last one is measured, so
 //! every GPU waits at each generation's start for the first new kernels to compile.
@@ -23,11 +24,12 @@
 
 use crate::cache::EvaluationCache;
 use crate::evaluator::Evaluator;
+use crate::guided::Guided;
 use crate::operators::Candidate;
 use crate::search::{
     progress_bar, Budget, Clock, Rate, SearchConfig, SearchError, SearchOutcome, Sinks, StopReason,
 };
-use crate::space::SearchSpace;
+use crate::space::{SearchSpace, SpaceError};
 use crate::strategy::{Evolution, Strategy, StrategyKind};
 use evo_genome::{Genome, GenomeId};
 use evo_lineage::Lineage;
@@ -56,12 +58,18 @@ pub(crate) fn search(
     if sinks.exchange.is_some() {
         return Err(SearchError::SteadyIslands);
     }
-    debug_assert_eq!(config.strategy, StrategyKind::Evolutionary);
     let params = &config.params;
     let depth = params.in_flight.unwrap_or_else(|| evaluator.in_flight());
     let mut cache = sinks.cache;
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    let mut evolution: Evolution = Strategy::evolution(params, config.seeds.clone());
+    let evolution: Evolution = Strategy::evolution(params, config.seeds.clone());
+    let mut breeder = match config.strategy {
+        StrategyKind::Guided => {
+            let model = config.model.as_ref().ok_or(SpaceError::NoModel)?.0.start();
+            Breeder::Guided(Box::new(Guided::new(evolution, model)))
+        }
+        _ => Breeder::Plain(evolution),
+    };
     let mut lineage = Lineage::new(config.meta.clone());
     let mut outcome = SearchOutcome::default();
     let progress = progress_bar(config);
@@ -72,7 +80,7 @@ pub(crate) fn search(
         Budget::Evaluations(n) => n,
         Budget::Wall(_) => usize::MAX,
     };
-    let mut initial: VecDeque<Candidate> = evolution
+    let mut initial: VecDeque<Candidate> = breeder
         .initial(&mut rng, space, &seen, params.population.min(limit))?
         .into();
     let first_population = initial.len();
@@ -104,7 +112,7 @@ pub(crate) fn search(
                         held = StopReason::Generations;
                         break;
                     }
-                    match evolution.propose(&mut rng, space, &seen, 1)?.pop() {
+                    match breeder.child(&mut rng, space, &seen)? {
                         Some(c) => {
                             children += 1;
                             (c, generation)
@@ -153,7 +161,7 @@ pub(crate) fn search(
             answered.generation,
             None,
         )?;
-        evolution.replace_worst(answered.candidate, &evaluation);
+        breeder.replace_worst(answered.candidate, &evaluation);
         if let Some(path) = sinks.lineage_path {
             if outcome.evaluations % turnover == 0 {
                 lineage.save(path)?;
@@ -166,7 +174,58 @@ pub(crate) fn search(
     }
     progress.finish_and_clear();
     outcome.lineage = lineage;
+    outcome.model_quality = breeder.quality();
     Ok(outcome)
+}
+
+/// What breeds the candidates: the population alone, or the population with a cost
+/// model choosing among its children (the guided strategy).
+enum Breeder {
+    Plain(Evolution),
+    Guided(Box<Guided>),
+}
+
+impl Breeder {
+    /// The first population: the named seeds, then random genomes (or the model's picks).
+    fn initial(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        space: &SearchSpace,
+        seen: &HashSet<GenomeId>,
+        n: usize,
+    ) -> Result<Vec<Candidate>, SpaceError> {
+        match self {
+            Breeder::Plain(e) => e.initial(rng, space, seen, n),
+            Breeder::Guided(g) => g.propose(rng, space, seen, n),
+        }
+    }
+
+    /// One new candidate from the population as it stands.
+    fn child(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        space: &SearchSpace,
+        seen: &HashSet<GenomeId>,
+    ) -> Result<Option<Candidate>, SpaceError> {
+        match self {
+            Breeder::Plain(e) => Ok(e.propose(rng, space, seen, 1)?.pop()),
+            Breeder::Guided(g) => g.breed_one(rng, space, seen),
+        }
+    }
+
+    fn replace_worst(&mut self, newcomer: Candidate, evaluation: &Evaluation) {
+        match self {
+            Breeder::Plain(e) => e.replace_worst(newcomer, evaluation),
+            Breeder::Guided(g) => g.replace_worst(newcomer, evaluation),
+        }
+    }
+
+    fn quality(&self) -> Option<String> {
+        match self {
+            Breeder::Plain(_) => None,
+            Breeder::Guided(g) => Some(g.model.quality()),
+        }
+    }
 }
 
 /// The next answer: of the candidates waiting, the one recorded first when the cache
