@@ -95,23 +95,26 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
     if let Err((field, message)) = params.check() {
         bail!("--{field}: {message}");
     }
-    let mut contenders = vec![Contender::new(StrategyKind::Evolutionary, &params)];
-    if args.steady {
-        for &n in &args.in_flight {
-            let steady = EvolutionParams {
-                steady: true,
-                pipeline: false,
-                in_flight: Some(n),
-                ..params.clone()
-            };
-            if let Err((field, message)) = steady.check() {
-                bail!("--{}: {message}", field.replace('_', "-"));
-            }
-            contenders.push(Contender {
-                label: format!("evolutionary, steady-state ({n} in flight)"),
-                ..Contender::new(StrategyKind::Evolutionary, &steady)
-            });
+    // The steady-state parameters of each --in-flight count (none without --steady).
+    let mut steady = Vec::new();
+    for &n in args.in_flight.iter().filter(|_| args.steady) {
+        let p = EvolutionParams {
+            steady: true,
+            pipeline: false,
+            in_flight: Some(n),
+            ..params.clone()
+        };
+        if let Err((field, message)) = p.check() {
+            bail!("--{}: {message}", field.replace('_', "-"));
         }
+        steady.push((n, p));
+    }
+    let mut contenders = vec![Contender::new(StrategyKind::Evolutionary, &params)];
+    for (n, p) in &steady {
+        contenders.push(Contender {
+            label: format!("evolutionary, steady-state ({n} in flight)"),
+            ..Contender::new(StrategyKind::Evolutionary, p)
+        });
     }
     if args.guided {
         let leave_out = args
@@ -134,20 +137,12 @@ pub fn run(args: StrategiesArgs) -> anyhow::Result<()> {
             model: Some(model.clone()),
             ..Contender::new(StrategyKind::Guided, &params)
         });
-        if args.steady {
-            for &n in &args.in_flight {
-                let steady = EvolutionParams {
-                    steady: true,
-                    pipeline: false,
-                    in_flight: Some(n),
-                    ..params.clone()
-                };
-                contenders.push(Contender {
-                    label: format!("guided, steady-state ({n} in flight)"),
-                    model: Some(model.clone()),
-                    ..Contender::new(StrategyKind::Guided, &steady)
-                });
-            }
+        for (n, p) in &steady {
+            contenders.push(Contender {
+                label: format!("guided, steady-state ({n} in flight)"),
+                model: Some(model.clone()),
+                ..Contender::new(StrategyKind::Guided, p)
+            });
         }
     }
     contenders.push(Contender::new(StrategyKind::Random, &params));
