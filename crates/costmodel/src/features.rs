@@ -6,7 +6,7 @@
 //! grouped heads are packed into the rows) and key tiles per warpgroup, which is what
 //! decides between tiles, packing and splits.
 
-use evo_genome::{Dtype, Gene, Genome, Problem, Switch, WgSplit};
+use evo_genome::{Dtype, Genome, Problem, Switch, WgSplit};
 
 /// Streaming multiprocessors the wave count is taken over (an H100 SXM's; a feature's
 /// scale, not a device fact the model depends on).
@@ -17,8 +17,8 @@ pub fn features(genome: &Genome, problem: &Problem) -> Vec<f64> {
     let g = genome.canonical();
     let mut out: Vec<f64> = g.allele_indices().iter().map(|&i| i as f64).collect();
     let rows = f64::from(g.rows_per_cta().max(1));
-    let split = numeric(&g, Gene::SplitKv).max(1.0);
-    let block_n = numeric(&g, Gene::BlockN).max(1.0);
+    let split = f64::from(g.split_kv.get());
+    let block_n = f64::from(g.block_n.get());
     let b = f64::from(problem.batch);
     let h = f64::from(problem.heads);
     let lq = f64::from(problem.q_len);
@@ -38,7 +38,7 @@ pub fn features(genome: &Genome, problem: &Problem) -> Vec<f64> {
     // Ways the keys are cut: the splits, and the warpgroups of a CTA that split its keys.
     let key_ways = split
         * match g.wg_split {
-            WgSplit::Keys => numeric(&g, Gene::ConsumerWgs).max(1.0),
+            WgSplit::Keys => f64::from(g.consumer_wgs.get()),
             WgSplit::Rows => 1.0,
         };
     out.extend([
@@ -62,11 +62,6 @@ pub fn features(genome: &Genome, problem: &Problem) -> Vec<f64> {
         (lk / block_n / key_ways).ceil().log2(),
     ]);
     out
-}
-
-/// A numeric gene's value (its allele label), 0 for a categorical one.
-fn numeric(g: &Genome, gene: Gene) -> f64 {
-    g.allele_label(gene).parse().unwrap_or(0.0)
 }
 
 #[cfg(test)]

@@ -147,15 +147,19 @@ impl CostModel for Online {
     }
 
     fn observe(&mut self, measured: &[Evaluation]) {
-        for e in measured {
-            let Some(us) = e.score_us.filter(|us| e.is_ok() && *us > 0.0) else {
-                continue;
-            };
+        let passed: Vec<(&Evaluation, f64)> = measured
+            .iter()
+            .filter_map(|e| Some((e, e.score_us.filter(|us| e.is_ok() && *us > 0.0)?)))
+            .collect();
+        let x: Vec<Vec<f64>> = passed
+            .iter()
+            .map(|(e, _)| features(&e.genome, &self.problem))
+            .collect();
+        let base = predict(&self.base, &x);
+        for (((e, us), x), base) in passed.into_iter().zip(x).zip(base) {
             if let Some(p) = self.predicted.get(&e.genome_id) {
                 self.pairs.push((*p, us.ln()));
             }
-            let x = features(&e.genome, &self.problem);
-            let base = predict(&self.base, std::slice::from_ref(&x))[0];
             self.own.push((x, us.ln() - base));
         }
         // A batch refits the correction; answers that come one at a time (the

@@ -40,8 +40,9 @@ const NEIGHBOURS_OF: usize = 2;
 pub(crate) struct Guided {
     pub(crate) evolution: Evolution,
     pub(crate) model: Box<dyn CostModel>,
-    /// Every measured genome that passed, with its score: the neighbourhoods' centres.
-    measured: Vec<(Genome, f64)>,
+    /// The best measured genomes that passed, fastest first (of equals the first
+    /// measured), at most [`NEIGHBOURS_OF`]: the neighbourhoods' centres.
+    best: Vec<(Genome, f64)>,
 }
 
 impl Guided {
@@ -49,7 +50,7 @@ impl Guided {
         Guided {
             evolution,
             model,
-            measured: Vec::new(),
+            best: Vec::new(),
         }
     }
 
@@ -111,9 +112,7 @@ impl Guided {
             for _ in 0..want * BRED_PER_SLOT {
                 offer(self.evolution.child(rng, space)?, &mut pool);
             }
-            let mut best = self.measured.clone();
-            best.sort_by(|a, b| a.1.total_cmp(&b.1));
-            for (centre, _) in best.iter().take(NEIGHBOURS_OF) {
+            for (centre, _) in &self.best {
                 for c in neighbours(centre, space) {
                     offer(c, &mut pool);
                 }
@@ -153,7 +152,9 @@ impl Guided {
         self.model.observe(&evaluations);
         for (c, e) in results {
             if let Some(us) = e.score_us.filter(|_| e.is_ok()) {
-                self.measured.push((c.genome, us));
+                let at = self.best.partition_point(|(_, b)| *b <= us);
+                self.best.insert(at, (c.genome, us));
+                self.best.truncate(NEIGHBOURS_OF);
             }
         }
     }
