@@ -297,3 +297,64 @@ fn the_default_strategy_is_the_guided_one_with_its_cost_model() {
     let report = std::fs::read_to_string(search.join("report.md")).unwrap();
     assert!(report.contains("## Cost model"), "{report}");
 }
+
+#[test]
+fn a_seeded_tune_runs_the_same_searches_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let t = tmp.path().join(name);
+        let out = evo(
+            &[
+                "tune",
+                "--problem",
+                "1,8,512,512,64,f16",
+                "--budget",
+                "12",
+                "--seed",
+                "5",
+                "--strategy",
+                "evolutionary",
+                "--backend",
+                LANDSCAPE,
+                "--out",
+                &t.display().to_string(),
+            ],
+            &[],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        t
+    };
+    let (a, b) = (run("a"), run("b"));
+    assert!(std::fs::read_to_string(a.join("tune.toml"))
+        .unwrap()
+        .contains("seed = 5"));
+    let search = |t: &Path, file: &str| {
+        std::fs::read_to_string(t.join("searches/b1-h8-l512-d64-f16").join(file)).unwrap()
+    };
+    // The search's seed is drawn from the tune's and the shape: recorded, and the same
+    // in both tunes, as is every evaluation in its order.
+    let seed_line = |t: &Path| {
+        search(t, "experiment.toml")
+            .lines()
+            .find(|l| l.starts_with("seed = "))
+            .map(str::to_string)
+            .expect("experiment.toml records its seed")
+    };
+    assert_eq!(seed_line(&a), seed_line(&b));
+    assert_ne!(seed_line(&a), "seed = 5");
+    // Each record but its time of writing.
+    let evaluations = |t: &Path| -> Vec<String> {
+        search(t, "evaluations.jsonl")
+            .lines()
+            .map(|l| l.split(",\"recorded_unix\"").next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(evaluations(&a).len(), 12);
+    assert_eq!(evaluations(&a), evaluations(&b));
+    // A resume that names another seed is refused, naming the field.
+    let other = evo(
+        &["tune", "--seed", "6", "--out", &a.display().to_string()],
+        &[],
+    );
+    refused(&other, "records seed = 5, but 6 was given");
+}

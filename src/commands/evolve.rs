@@ -108,6 +108,10 @@ pub struct EvolveArgs {
     /// else ~/.cache/evo/cubins]. GPU backend.
     #[arg(long, value_name = "DIR|off", env = "EVO_CUBIN_CACHE")]
     pub cubin_cache: Option<String>,
+    /// Threads compiling candidates with NVRTC [default: one per core but one per GPU].
+    /// `evo tune` on several GPUs gives each search its share of the cores. GPU backend.
+    #[arg(long, value_name = "N", value_parser = numbers::threads)]
+    pub compile_threads: Option<usize>,
     /// Folder of the named seed genomes.
     #[arg(long, default_value = "genomes")]
     pub genomes: PathBuf,

@@ -239,6 +239,7 @@ pub fn run(args: LandscapeArgs) -> anyhow::Result<()> {
             cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
             // Each genome is measured once: nothing compiled here is compiled again.
             cubin_cache: None,
+            compile_threads: None,
             plant: None,
         },
         gpus.as_deref(),

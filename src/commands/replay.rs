@@ -68,6 +68,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
         // A re-measurement compiles a lineage's few nodes once.
         cubin_cache: None,
+        compile_threads: None,
         plant: None,
     })?;
     println!(

@@ -101,6 +101,10 @@ pub struct TuneArgs {
     /// search leaves its own shape out) [default: experiments].
     #[arg(long, value_name = "DIR")]
     pub model_data: Option<PathBuf>,
+    /// Seeds every search from N and its shape, so that the same tune run again (or on
+    /// other GPUs) runs the same searches [default: a fresh seed for each search].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=i64::MAX as u64))]
+    pub seed: Option<u64>,
     /// Do not bench the champions against PyTorch SDPA after the searches.
     #[arg(long)]
     pub no_bench: bool,
@@ -196,6 +200,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         gpus: args.gpus.clone(),
         seeds_from: args.from.clone(),
         genomes: args.genomes.clone(),
+        seed: args.seed,
         budget: (args.budget.is_some() || args.minutes.is_some()).then_some(BudgetConfig {
             evaluations: args.budget,
             minutes: args.minutes,
@@ -309,7 +314,12 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         backend: plan.backend.clone(),
         budget: plan.budget_args(),
         model_data,
+        seed: plan.seed,
+        cores: run::core_share(slots.len()),
     };
+    if slots.len() > 1 {
+        run::costliest_first(&mut jobs);
+    }
     let searched_now = !jobs.is_empty();
     let finished = run::run_all(&exe, jobs, &slots, &options, |f| {
         let label = format!("[{}/{n}] {}", f.job.index + 1, f.job.problem);

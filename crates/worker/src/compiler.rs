@@ -33,9 +33,9 @@ pub struct BatchCompiler {
 }
 
 impl BatchCompiler {
-    /// A compiler with a thread for every core this process may use but one per GPU:
-    /// each GPU's worker checks outputs and launches kernels between compiles, and a
-    /// worker starved of its core starves its GPU.
+    /// A compiler with the plan's compile threads, by default one for every core this
+    /// process may use but one per GPU: each GPU's worker checks outputs and launches
+    /// kernels between compiles, and a worker starved of its core starves its GPU.
     pub fn new(
         plan: GpuPlan,
         toolchain: Toolchain,
@@ -45,9 +45,14 @@ impl BatchCompiler {
         cache: Option<Arc<CubinCache>>,
     ) -> BatchCompiler {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = plan
+            .compile_threads
+            .unwrap_or_else(|| cores.saturating_sub(gpus))
+            .max(1);
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(cores.saturating_sub(gpus).max(1))
+            .num_threads(threads)
             .thread_name(|i| format!("evo-compile-{i}"))
+            .start_handler(|_| yield_to_workers())
             .build()
             .expect("the compile threads start");
         BatchCompiler {
@@ -251,6 +256,23 @@ impl BatchCompiler {
             confirm: false,
             full_gate,
         })
+    }
+}
+
+/// How much a compile thread yields to the workers (the Unix nice value it adds).
+const COMPILE_NICENESS: i32 = 10;
+
+/// Lowers the calling compile thread's scheduling priority: a GPU's worker (launching,
+/// checking outputs) then takes a core the moment it needs one, however many compiles
+/// are running, instead of waiting behind them while its GPU idles. A compile thread
+/// loses nothing while a core is free. Where the priority cannot be lowered, the thread
+/// runs as it is.
+fn yield_to_workers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority reads no memory of ours; on Linux, PRIO_PROCESS with id 0 is
+    // the calling thread.
+    unsafe {
+        let _ = libc::setpriority(libc::PRIO_PROCESS, 0, COMPILE_NICENESS);
     }
 }
 

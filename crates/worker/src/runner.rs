@@ -92,7 +92,9 @@ impl Runner {
         }
         request.seed = self.seed.wrapping_add(self.evaluated % SEED_POOL);
         self.evaluated += 1;
+        let asked = std::time::Instant::now();
         let mut again = self.ask(&request);
+        self.usage.confirmed(asked.elapsed());
         remove_files(&late_files);
         match again.score_us {
             Some(us) if again.is_ok() => {
@@ -244,6 +246,34 @@ impl Runner {
     }
 }
 
+/// How long a lane with a confirmation pending waits for a candidate before it looks
+/// at its late compiles again.
+const PENDING_POLL: Duration = Duration::from_millis(10);
+
+/// The next compiled candidate of the lanes' shared queue. A lane with nothing pending
+/// waits for one as long as it takes. A lane with a confirmation pending (`pending`)
+/// waits at most [`PENDING_POLL`], and does not wait for the queue at all while another
+/// lane holds it: that lane may be waiting for a candidate that comes only once this
+/// lane's confirmation is answered (the search's last candidates), and a lane that
+/// waited for it to let go would wait forever.
+pub(crate) fn next_candidate<T>(
+    source: &Mutex<Receiver<T>>,
+    pending: bool,
+) -> Result<T, RecvTimeoutError> {
+    if !pending {
+        let source = source.lock().expect("no thread panics holding it");
+        return source.recv().map_err(|_| RecvTimeoutError::Disconnected);
+    }
+    match source.try_lock() {
+        Ok(source) => source.recv_timeout(PENDING_POLL),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            std::thread::sleep(PENDING_POLL);
+            Err(RecvTimeoutError::Timeout)
+        }
+        Err(std::sync::TryLockError::Poisoned(_)) => panic!("no thread panics holding it"),
+    }
+}
+
 impl Runner {
     /// One runner's share of a stream: candidates as they arrive, each new best's
     /// full-gate variants compiled on a thread of their own while this GPU goes on with
@@ -279,19 +309,11 @@ impl Runner {
             if !open {
                 return;
             }
-            let next = {
-                let source = source.lock().expect("no thread panics holding it");
-                if confirming.is_empty() {
-                    source.recv().map_err(|_| RecvTimeoutError::Disconnected)
-                } else {
-                    let waited = std::time::Instant::now();
-                    let next = source.recv_timeout(Duration::from_millis(10));
-                    if next.is_err() {
-                        self.usage.late_compile += waited.elapsed();
-                    }
-                    next
-                }
-            };
+            let waited = std::time::Instant::now();
+            let next = next_candidate(source, !confirming.is_empty());
+            if matches!(next, Err(RecvTimeoutError::Timeout)) {
+                self.usage.late_compile += waited.elapsed();
+            }
             let (index, prepared) = match next {
                 Ok(item) => item,
                 Err(RecvTimeoutError::Timeout) => continue,

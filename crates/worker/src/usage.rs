@@ -13,6 +13,9 @@ pub struct GpuUse {
     pub answers: u64,
     pub busy: Duration,
     pub late_compile: Duration,
+    /// Of `busy`: the new bests' confirmations (the full gate and FAST again), and how many.
+    pub confirming: Duration,
+    pub confirmations: u64,
     pub span: Duration,
     pub(crate) first: Option<std::time::Instant>,
 }
@@ -25,16 +28,24 @@ impl GpuUse {
         self.answers += 1;
     }
 
+    /// One confirmation's answer took `took` (already counted in `busy` by [`asked`]).
+    pub(crate) fn confirmed(&mut self, took: Duration) {
+        self.confirming += took;
+        self.confirmations += 1;
+    }
+
     /// The time it waited for compiled candidates.
     pub fn waiting(&self) -> Duration {
         self.span.saturating_sub(self.busy + self.late_compile)
     }
 
-    /// `GPU 0: worker busy 42.0 s of 72.0 s (58%); waited 22.7 s for compiled candidates, 7.3 s for new bests' full-gate compiles`.
+    /// `GPU 0: worker busy 42.0 s of 72.0 s (58%, 310 answers, 9 of them new bests'
+    /// confirmations taking 6.1 s); waited 22.7 s for compiled candidates, 7.3 s for new
+    /// bests' full-gate compiles`.
     pub fn line(&self) -> String {
         let span = self.span.as_secs_f64();
         format!(
-            "GPU {}: worker busy {:.1} s of {:.1} s ({:.0}%, {} answers); waited {:.1} s for compiled candidates, {:.1} s for new bests' full-gate compiles",
+            "GPU {}: worker busy {:.1} s of {:.1} s ({:.0}%, {} answers, {} of them new bests' confirmations taking {:.1} s); waited {:.1} s for compiled candidates, {:.1} s for new bests' full-gate compiles",
             self.gpu,
             self.busy.as_secs_f64(),
             span,
@@ -44,6 +55,8 @@ impl GpuUse {
                 0.0
             },
             self.answers,
+            self.confirmations,
+            self.confirming.as_secs_f64(),
             self.waiting().as_secs_f64(),
             self.late_compile.as_secs_f64()
         )

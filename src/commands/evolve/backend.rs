@@ -4,7 +4,7 @@
 
 use super::EvolveArgs;
 use anyhow::{bail, Context};
-use evo_gates::suite::full_cases;
+use evo_gates::suite::{full_cases, screen_cases};
 use evo_gates::GreenSuite;
 use evo_genome::{Problem, Target};
 use evo_mutator::{
@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The GPU backend: compiles each generation in parallel here and runs GREEN (the
-/// quick suite, plus every case of the objective's shape) and FAST in a child worker
+/// quick suite at the objective's head dims and dtypes, so a candidate is compiled only
+/// at the variants FAST times; a new best takes the full gate at every one before it is
+/// crowned) and FAST in a child worker
 /// (see the evo-worker crate). The target is the GPU's own, whatever the config guessed.
 /// The search's seed draws the full gate's shapes and bases GREEN's input seeds.
 fn gpu_evaluator(
@@ -25,6 +27,7 @@ fn gpu_evaluator(
     timeout: Duration,
     gpus: Option<&[u32]>,
     cubin_cache: Option<PathBuf>,
+    compile_threads: Option<usize>,
 ) -> anyhow::Result<(Box<dyn Evaluator>, Target)> {
     let plant = match plant_faults {
         None => None,
@@ -42,13 +45,14 @@ fn gpu_evaluator(
     };
     let evaluator = GpuEvaluator::start_on(
         GpuPlan {
-            green_cases: GreenSuite::Quick.cases(),
+            green_cases: screen_cases(GreenSuite::Quick.cases(), objective),
             full_gate: full_cases(GreenSuite::Default.cases(), seed),
             objective: objective.to_vec(),
             seed,
             timeout,
             cubin_dir: std::env::temp_dir().join(format!("evo-cubins-{}", std::process::id())),
             cubin_cache,
+            compile_threads,
             plant,
         },
         gpus,
@@ -187,6 +191,7 @@ pub(super) fn prepare(
                 Duration::from_secs(args.timeout),
                 gpus.as_deref(),
                 cubin_cache,
+                args.compile_threads,
             )?;
             if let Some(asked) = config.target.filter(|t| *t != target) {
                 bail!("experiment.toml asks for target {asked}, but this GPU is {target}");

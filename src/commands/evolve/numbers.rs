@@ -10,6 +10,8 @@ pub const MAX_EVALUATIONS: u64 = 1_000_000_000;
 pub const MAX_TIMEOUT_S: u64 = 86_400;
 /// The largest generation (population) and the most candidates in flight.
 pub const MAX_POPULATION: u64 = 100_000;
+/// More compile threads than any host has cores.
+pub const MAX_THREADS: u64 = 4096;
 
 /// A whole number in `lo..=hi`; `what` says what it counts.
 fn whole(s: &str, lo: u64, hi: u64, what: &str) -> Result<u64, String> {
@@ -42,6 +44,11 @@ pub fn timeout_seconds(s: &str) -> Result<u64, String> {
 /// `--population` and `--in-flight`: candidates.
 pub fn candidates(s: &str) -> Result<usize, String> {
     whole(s, 1, MAX_POPULATION, "candidates").map(|n| n as usize)
+}
+
+/// `--compile-threads N`: threads, at least one.
+pub fn threads(s: &str) -> Result<usize, String> {
+    whole(s, 1, MAX_THREADS, "threads").map(|n| n as usize)
 }
 
 /// `--plant-faults N`: every N-th candidate; 0 would plant nothing and say nothing.

@@ -35,9 +35,13 @@ pub struct Plan {
     pub seeds_from: PathBuf,
     /// The folder of the named genomes every search is also seeded with.
     pub genomes: PathBuf,
+    /// `--seed`: each search's seed is drawn from it and its shape; none: a fresh seed
+    /// per search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Each shape's search budget.
     pub budget: BudgetConfig,
-    /// In the order they are searched.
+    /// In the order they are listed (with several GPUs, the costliest start first).
     #[serde(rename = "shape")]
     pub shapes: Vec<PlannedShape>,
 }
@@ -64,6 +68,7 @@ pub struct Asked {
     pub gpus: Option<String>,
     pub seeds_from: Option<PathBuf>,
     pub genomes: Option<PathBuf>,
+    pub seed: Option<u64>,
     pub budget: Option<BudgetConfig>,
 }
 
@@ -165,6 +170,7 @@ pub fn open(out: &Path, asked: &Asked, defaults: &Defaults) -> anyhow::Result<(P
             .genomes
             .clone()
             .unwrap_or_else(|| defaults.genomes.into()),
+        seed: asked.seed,
         budget: asked.budget.clone().unwrap_or(BudgetConfig {
             evaluations: Some(defaults.evaluations),
             minutes: None,
@@ -233,6 +239,10 @@ fn check_resume(path: &Path, plan: &Plan, asked: &Asked) -> anyhow::Result<()> {
     }
     if asked.gpus.is_some() {
         clash("gpus", show(&asked.gpus), show(&plan.gpus))?;
+    }
+    if let Some(seed) = asked.seed {
+        let recorded = plan.seed.map_or("none".into(), |s| s.to_string());
+        clash("seed", seed.to_string(), recorded)?;
     }
     let path_of = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
     if asked.seeds_from.is_some() {
@@ -328,6 +338,26 @@ mod tests {
         let e = open(&out, &other, &DEFAULTS).unwrap_err().to_string();
         assert!(e.contains("records strategy = evolutionary"), "{e}");
         assert!(e.contains("use a new --out folder"), "{e}");
+        // A seed given to an unseeded tune would not make its searches done so far the
+        // seed's: refused too.
+        let mut seeded = asked("1,8,512,512,64,f16");
+        seeded.seed = Some(3);
+        let e = open(&out, &seeded, &DEFAULTS).unwrap_err().to_string();
+        assert!(e.contains("records seed = none, but 3 was given"), "{e}");
+    }
+
+    #[test]
+    fn a_seeded_plan_keeps_its_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t");
+        let mut seeded = asked("1,8,512,512,64,f16");
+        seeded.seed = Some(3);
+        let (plan, _) = open(&out, &seeded, &DEFAULTS).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        plan.save(&out.join(PLAN_FILE)).unwrap();
+        let (again, _) = open(&out, &Asked::default(), &DEFAULTS).unwrap();
+        assert_eq!(again.seed, Some(3));
+        assert!(open(&out, &seeded, &DEFAULTS).is_ok());
     }
 
     #[test]

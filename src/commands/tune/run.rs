@@ -43,6 +43,11 @@ pub struct ChildOptions {
     pub budget: Vec<String>,
     /// The guided strategy's `--model-data`.
     pub model_data: Option<PathBuf>,
+    /// The tune's `--seed`: each search's seed is drawn from it and its shape.
+    pub seed: Option<u64>,
+    /// Each search's share of the host's cores when several run at once: its compile
+    /// threads (`--compile-threads`) and its processes' other thread pools.
+    pub cores: Option<usize>,
 }
 
 /// How a search ended.
@@ -95,11 +100,44 @@ pub fn child_args(job: &Job, options: &ChildOptions, gpu: Option<u32>) -> Vec<St
     if let Some(d) = &options.model_data {
         args.extend(["--model-data".into(), d.display().to_string()]);
     }
+    if let Some(seed) = options.seed {
+        args.extend(["--seed".into(), shape_seed(seed, &job.problem).to_string()]);
+    }
+    if let Some(cores) = options.cores {
+        // One core of the share is its worker's, as `evo evolve` keeps one per GPU.
+        let threads = cores.saturating_sub(1).max(1);
+        args.extend(["--compile-threads".into(), threads.to_string()]);
+    }
     if let Some(g) = gpu {
         args.extend(["--gpus".into(), g.to_string()]);
     }
     args.extend(["--backend".into(), options.backend.clone()]);
     args
+}
+
+/// The seed of `problem`'s search in a tune seeded with `seed`: the same shape gets the
+/// same seed whatever its place in the list (FNV-1a over the seed and the spec).
+pub fn shape_seed(seed: u64, problem: &Problem) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in seed.to_le_bytes().iter().chain(problem.spec().as_bytes()) {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // `evo evolve --seed` takes what a TOML integer holds.
+    h >> 1
+}
+
+/// The share of this host's cores each of `slots` concurrent searches gets; none for
+/// one search, which takes them all.
+pub fn core_share(slots: usize) -> Option<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (slots > 1).then(|| (cores / slots).max(1))
+}
+
+/// The costliest shapes first (by the floating-point work of one call), so that with
+/// several GPUs no GPU starts a long search while the others run out of shapes.
+pub fn costliest_first(jobs: &mut [Job]) {
+    jobs.sort_by(|a, b| b.problem.flops().total_cmp(&a.problem.flops()));
 }
 
 /// Runs one search to its end, its output appended to its log.
@@ -113,7 +151,11 @@ fn run_one(exe: &Path, job: &Job, options: &ChildOptions, gpu: Option<u32>) -> E
             .with_context(|| format!("{}: cannot open", job.log.display()))?;
         writeln!(log, "$ evo {}", args.join(" "))?;
         let err = log.try_clone()?;
-        Command::new(exe)
+        let mut command = Command::new(exe);
+        if let Some(cores) = options.cores {
+            command.env("RAYON_NUM_THREADS", cores.to_string());
+        }
+        command
             .args(&args)
             .stdin(Stdio::null())
             .stdout(log)
@@ -214,12 +256,53 @@ mod tests {
             backend: "gpu".into(),
             budget: vec!["--minutes".into(), "10".into()],
             model_data: None,
+            seed: None,
+            cores: None,
         };
         assert_eq!(
             child_args(&job, &options, Some(1)).join(" "),
             "evolve --problem 1,8,512,512,64,f16 --minutes 10 --experiment out/searches/b1 \
              --genomes out/searches/b1.seeds --strategy evolutionary --quiet --gpus 1 --backend gpu"
         );
+        // A seeded tune on a shared host: the shape's own seed, its share of the cores.
+        let shared = ChildOptions {
+            seed: Some(7),
+            cores: Some(16),
+            ..options
+        };
+        let seed = shape_seed(7, &job.problem);
+        assert!(child_args(&job, &shared, Some(1))
+            .join(" ")
+            .contains(&format!("--seed {seed} --compile-threads 15 --gpus 1")));
+    }
+
+    #[test]
+    fn a_shape_seed_follows_the_tune_seed_and_the_shape_not_the_order() {
+        let a: Problem = "1,8,512,512,64,f16".parse().unwrap();
+        let b: Problem = "1,8,512,512,64,f16,causal".parse().unwrap();
+        assert_eq!(shape_seed(1, &a), shape_seed(1, &a));
+        assert_ne!(shape_seed(1, &a), shape_seed(2, &a));
+        assert_ne!(shape_seed(1, &a), shape_seed(1, &b));
+        assert!(shape_seed(u64::MAX, &b) <= i64::MAX as u64);
+    }
+
+    #[test]
+    fn the_costliest_shape_goes_first() {
+        let job = |index: usize, spec: &str| Job {
+            index,
+            problem: spec.parse().unwrap(),
+            experiment: PathBuf::from(format!("s{index}")),
+            seeds: PathBuf::from(format!("s{index}.seeds")),
+            log: PathBuf::from(format!("s{index}.log")),
+        };
+        let mut jobs = vec![
+            job(0, "1,8,512,512,64,f16"),
+            job(1, "1,32,4096,4096,128,f16,causal,kv=8"),
+            job(2, "1,16,2048,2048,256,f16,causal,kv=8"),
+        ];
+        costliest_first(&mut jobs);
+        let order: Vec<usize> = jobs.iter().map(|j| j.index).collect();
+        assert_eq!(order, [1, 2, 0]);
     }
 
     #[test]
@@ -241,6 +324,8 @@ mod tests {
             backend: "auto".into(),
             budget: Vec::new(),
             model_data: None,
+            seed: None,
+            cores: None,
         };
         let mut seen = 0;
         let done = run_all(

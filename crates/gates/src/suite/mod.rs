@@ -204,6 +204,32 @@ pub fn load_suite(path: &std::path::Path) -> Result<Vec<Case>, crate::GateError>
         .collect()
 }
 
+/// A search's screen: `cases` at the head dims and dtypes the search times (its
+/// objective's), so that a candidate is compiled only at the variants FAST runs. A case
+/// at another (head dim, dtype) is moved to the objective's first shape's. The screen
+/// keeps every case's shape, mask and logit scale; the other head dims and dtypes are
+/// the full gate's, which a new best passes before it is crowned.
+pub fn screen_cases(cases: Vec<Case>, objective: &[Problem]) -> Vec<Case> {
+    let Some(first) = objective.first() else {
+        return cases;
+    };
+    let timed = |c: &Case| {
+        objective
+            .iter()
+            .any(|p| (p.head_dim, p.dtype) == (c.problem.head_dim, c.problem.dtype))
+    };
+    cases
+        .into_iter()
+        .map(|mut c| {
+            if !timed(&c) {
+                c.problem.head_dim = first.head_dim;
+                c.problem.dtype = first.dtype;
+            }
+            c
+        })
+        .collect()
+}
+
 /// The largest `q_gain` a suite file may ask for: standard normal Q times this stays
 /// well inside f16's range (65504), and 25 times [`LARGE_LOGIT_GAIN`] tests nothing more.
 pub const MAX_Q_GAIN: f32 = 1000.0;
@@ -517,5 +543,37 @@ mod tests {
             TimingSuite::Seed.problems(Dtype::F16),
             vec![Problem::seed()]
         );
+    }
+
+    #[test]
+    fn the_screen_runs_every_quick_case_at_the_timed_variants_only() {
+        let quick = GreenSuite::Quick.cases();
+        let seed: Problem = "1,8,512,512,64,f16".parse().unwrap();
+        let screen = screen_cases(quick.clone(), &[seed]);
+        assert_eq!(screen.len(), quick.len());
+        for (s, q) in screen.iter().zip(&quick) {
+            assert_eq!(
+                (s.problem.head_dim, s.problem.dtype),
+                (HeadDim::D64, Dtype::F16)
+            );
+            // Shape, mask and logit scale kept.
+            assert_eq!(
+                (s.problem.q_len, s.problem.kv_len),
+                (q.problem.q_len, q.problem.kv_len)
+            );
+            assert_eq!(
+                (s.problem.causal, s.problem.kv_heads),
+                (q.problem.causal, q.problem.kv_heads)
+            );
+            assert_eq!(s.q_gain, q.q_gain);
+        }
+        // The quick suite's D128 bf16 case moved: it is no variant this search times.
+        assert!(quick.iter().any(|c| c.problem.head_dim == HeadDim::D128));
+        // A suite objective keeps the cases at any of its variants.
+        let d128: Problem = "1,8,512,512,128,bf16".parse().unwrap();
+        let both = screen_cases(quick.clone(), &[seed, d128]);
+        assert_eq!(both, quick);
+        // No objective: nothing to move to.
+        assert_eq!(screen_cases(quick.clone(), &[]), quick);
     }
 }
