@@ -8,10 +8,10 @@
 //! judged on (`leave_out`), wherever it was recorded. A genome measured more than once
 //! on a shape (resumed searches, landscapes measured again) counts once, at its median.
 
-use evo_genome::{Genome, GenomeId, Pass, Problem};
+use evo_genome::{Genome, Pass, Problem};
 use evo_mutator::RecordLine;
 use evo_record::Evaluation;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -80,61 +80,53 @@ impl TrainingSet {
             walk(dir, &mut files)?;
         }
         files.sort();
-        // Keyed by device too: with no device named, one genome's times on two devices
-        // are two rows, each against its own device's fastest.
-        let mut times: HashMap<(Problem, GenomeId, String), (Genome, Vec<f64>)> = HashMap::new();
+        // Keyed by the shape's label (a problem written with `kv_heads = heads` is the
+        // same shape as one without it) and by device too: with no device named, one
+        // genome's times on two devices are two rows, each against its own device's
+        // fastest. Sorted, so the rows (and the forest grown from them) do not depend on
+        // the order a hash map happens to keep.
+        let leave_out: HashSet<String> = selection.leave_out.iter().map(Problem::label).collect();
+        type Times = (Problem, Genome, Vec<f64>);
+        let mut times: BTreeMap<(String, String, String), Times> = BTreeMap::new();
         let mut left_out = 0;
         for path in &files {
             for e in read_file(path)? {
                 let Some((problem, us)) = usable(&e, selection) else {
                     continue;
                 };
-                // By label: a problem written with `kv_heads = heads` is the same shape
-                // as one without it.
-                if selection
-                    .leave_out
-                    .iter()
-                    .any(|p| p.label() == problem.label())
-                {
+                let label = problem.label();
+                if leave_out.contains(&label) {
                     left_out += 1;
                     continue;
                 }
                 times
-                    .entry((problem, e.genome_id.clone(), e.device.clone()))
-                    .or_insert_with(|| (e.genome, Vec::new()))
-                    .1
+                    .entry((label, e.genome_id.to_string(), e.device.clone()))
+                    .or_insert_with(|| (problem, e.genome, Vec::new()))
+                    .2
                     .push(us);
             }
         }
-        // Sorted, so the rows (and the forest grown from them) do not depend on the
-        // order a hash map happens to keep.
-        let medians: BTreeMap<(String, String, String), Row> = times
+        let medians: Vec<Row> = times
             .into_iter()
-            .map(|((problem, id, device), (genome, mut t))| {
+            .map(|((_, _, device), (problem, genome, mut t))| {
                 t.sort_by(f64::total_cmp);
-                let key = (problem.label(), id.to_string(), device.clone());
-                let row = Row {
+                Row {
                     problem,
                     genome,
                     device,
                     us: t[t.len() / 2],
                     log_ratio: 0.0,
-                };
-                (key, row)
+                }
             })
             .collect();
-        let mut best: HashMap<(Problem, String), f64> = HashMap::new();
-        for r in medians.values() {
+        let mut best: HashMap<(String, String), f64> = HashMap::new();
+        for r in &medians {
             let b = best
-                .entry((r.problem, r.device.clone()))
+                .entry((r.problem.label(), r.device.clone()))
                 .or_insert(f64::INFINITY);
             *b = b.min(r.us);
         }
-        let shapes = best
-            .keys()
-            .map(|(p, _)| *p)
-            .collect::<std::collections::HashSet<_>>()
-            .len();
+        let shapes = best.keys().map(|(p, _)| p).collect::<HashSet<_>>().len();
         if medians.is_empty() {
             return Err(RecordsError::Empty {
                 dir: dir.to_path_buf(),
@@ -143,9 +135,9 @@ impl TrainingSet {
             });
         }
         let rows = medians
-            .into_values()
+            .into_iter()
             .map(|mut r| {
-                r.log_ratio = (r.us / best[&(r.problem, r.device.clone())]).ln();
+                r.log_ratio = (r.us / best[&(r.problem.label(), r.device.clone())]).ln();
                 r
             })
             .collect();
@@ -213,18 +205,19 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RecordsError> {
 
 /// The evaluations of one record file, gunzipped when its name ends in `.gz`.
 fn read_file(path: &Path) -> Result<Vec<Evaluation>, RecordsError> {
-    let read_err = |error| RecordsError::Read {
-        path: path.to_path_buf(),
-        error,
-    };
-    let mut text = String::new();
-    let file = std::fs::File::open(path).map_err(read_err)?;
-    if path.extension().is_some_and(|x| x == "gz") {
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text)
+    // `x.jsonl.gz` is read as the gzipped `x.jsonl` (which `walk` knows is absent).
+    let plain = if path.extension().is_some_and(|x| x == "gz") {
+        path.with_extension("")
     } else {
-        std::io::Read::read_to_string(&mut { file }, &mut text)
-    }
-    .map_err(read_err)?;
+        path.to_path_buf()
+    };
+    let read_err = |path: PathBuf, error| RecordsError::Read { path, error };
+    let (_, text) = evo_record::gz::read_plain_or_gz(&plain)
+        .map_err(|(path, error)| read_err(path, error))?
+        .ok_or_else(|| {
+            let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+            read_err(path.to_path_buf(), missing)
+        })?;
     Ok(text
         .lines()
         .filter_map(|line| serde_json::from_str::<RecordLine>(line).ok())

@@ -61,14 +61,8 @@ impl Guided {
         seen: &HashSet<GenomeId>,
         max: usize,
     ) -> Result<Vec<Candidate>, SpaceError> {
-        let params = self.evolution.params();
         let first = self.evolution.is_empty();
-        let want = if first {
-            params.population
-        } else {
-            params.population - params.elites
-        }
-        .min(max);
+        let want = self.evolution.batch_size(max);
         self.ranked(rng, space, seen, want, first, DRAWN)
     }
 

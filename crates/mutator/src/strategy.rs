@@ -246,11 +246,8 @@ impl Strategy {
     /// True when the generation limit is reached.
     pub(crate) fn finished(&self) -> bool {
         match self {
-            Strategy::Evolutionary(e) => e.params.generations.is_some_and(|g| e.generation > g),
-            Strategy::Guided(g) => {
-                let e = &g.evolution;
-                e.params.generations.is_some_and(|l| e.generation > l)
-            }
+            Strategy::Evolutionary(e) => e.finished(),
+            Strategy::Guided(g) => g.evolution.finished(),
             _ => false,
         }
     }
@@ -395,7 +392,7 @@ impl Evolution {
         if self.population.is_empty() {
             return self.initial(rng, space, seen, max);
         }
-        let want = (self.params.population - self.params.elites).min(max);
+        let want = self.batch_size(max);
         let mut taken: HashSet<GenomeId> = HashSet::new();
         let mut out = Vec::new();
         'slots: while out.len() < want {
@@ -430,7 +427,7 @@ impl Evolution {
         seen: &HashSet<GenomeId>,
         max: usize,
     ) -> Result<Vec<Candidate>, SpaceError> {
-        let want = self.params.population.min(max);
+        let want = self.batch_size(max);
         let mut out = operators::dedup(self.seeded(rng, space)?, seen);
         out.truncate(want);
         let mut seen_all = seen.clone();
@@ -451,8 +448,21 @@ impl Evolution {
             .collect()
     }
 
-    pub(crate) fn params(&self) -> &EvolutionParams {
-        &self.params
+    /// The next batch's size, at most `max`: the first population, then the places
+    /// the elites leave.
+    pub(crate) fn batch_size(&self, max: usize) -> usize {
+        if self.population.is_empty() {
+            self.params.population.min(max)
+        } else {
+            (self.params.population - self.params.elites).min(max)
+        }
+    }
+
+    /// True when the generation limit is reached.
+    pub(crate) fn finished(&self) -> bool {
+        self.params
+            .generations
+            .is_some_and(|limit| self.generation > limit)
     }
 
     /// Nothing measured yet: the next batch is the first population.

@@ -64,3 +64,45 @@ fn submitted_candidates_are_answered_as_each_gpu_finishes() {
         .contains("nothing submitted"));
     assert_eq!(cubins_in(dir.path()), 0, "CUBINs left behind");
 }
+
+/// The end of a two-GPU steady-state search: one lane waits for a candidate holding the
+/// shared queue, the other has a new best's confirmation pending, and the search sends
+/// no candidate until that confirmation is answered. The pending lane must get past the
+/// queue instead of waiting for the other lane to let go of it.
+#[test]
+fn a_lane_with_a_confirmation_pending_never_waits_behind_a_lane_waiting_for_candidates() {
+    use crate::runner::next_candidate;
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::sync::Mutex;
+
+    let (send, receive) = mpsc::channel::<u32>();
+    let source = Arc::new(Mutex::new(receive));
+    let waiting = {
+        let source = source.clone();
+        std::thread::spawn(move || next_candidate(&source, false))
+    };
+    // Until the waiting lane holds the queue.
+    while source.try_lock().is_ok() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (answered, answer) = mpsc::channel();
+    {
+        let source = source.clone();
+        std::thread::spawn(move || answered.send(next_candidate(&source, true)));
+    }
+    assert_eq!(
+        answer.recv_timeout(Duration::from_secs(10)),
+        Ok(Err(RecvTimeoutError::Timeout)),
+        "the lane with a confirmation pending waited behind the other"
+    );
+    send.send(7).unwrap();
+    assert_eq!(waiting.join().unwrap(), Ok(7));
+    // A free queue: the pending lane takes what is there.
+    send.send(8).unwrap();
+    assert_eq!(next_candidate(&source, true), Ok(8));
+    drop(send);
+    assert_eq!(
+        next_candidate(&source, false),
+        Err(RecvTimeoutError::Disconnected)
+    );
+}
