@@ -48,6 +48,11 @@ replay experiment="experiments/seed-lineage" *args:
 bench *args:
     cargo run --quiet -- bench genomes/*.toml {{ args }}
 
+# Time the champions' backward genomes class by class against PyTorch's cuDNN and flash backward, warm and on a cold L2 (GPU)
+[group('gpu')]
+bench-backward *args:
+    cargo run --quiet -- bench --champions genomes/champions/h100 --backward --cold-l2 {{ args }}
+
 # GREEN then FAST on genomes or hand-written .cu files (GPU), e.g. `just gate genomes/fa2.toml`
 [group('gpu')]
 gate *args:
@@ -80,6 +85,8 @@ gpu-test: candle-example-build
     target/release/evo gate genomes/fa2-bwd.toml genomes/fa3-bwd.toml --time anchors
     target/release/evo evolve --pass backward --problem 1,8,512,512,64,f16 --budget 6 \
       --experiment "$(mktemp -d)/bwd"
+    # The champions' backward genomes against PyTorch's backward (the README's command).
+    target/release/evo bench --champions genomes/champions/h100 --backward --cold-l2
     # The guided search and `evo tune` (the README's commands, with small budgets).
     target/release/evo evolve --strategy guided --problem 2,16,4096,4096,128,f16 --budget 8 \
       --experiment "$(mktemp -d)/guided"

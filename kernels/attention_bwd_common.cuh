@@ -37,6 +37,25 @@ __device__ __forceinline__ float* dpsum_of(float* ws, int B, int H, int Lq) {
   return ws + (size_t)B * H * Lq * kD;
 }
 
+// Where element (row, col) of a head's dQ accumulator is, from the head's start (the head
+// holds Lq * D floats). Row-major [Lq][D] for adds from the registers. With the Hopper
+// template's bulk adds (EVO_DQ_BULK) the head is cut into blocks of 64 rows (the last
+// one's rows_in = the rest) and each block into units of 64 columns (D96's last, 32),
+// each unit contiguous: rows_in rows of its width, the 8-float chunks of row r XOR-ed
+// with r (mod the unit's chunks), the layout a warpgroup stages and adds whole.
+#if defined(EVO_DQ_BULK) && EVO_DQ_BULK && !EVO_DQ_SEPARATE
+__device__ __forceinline__ size_t dq_acc_at(int Lq, int row, int col) {
+  const int rows_in = min(64, Lq - row / 64 * 64), cb = col / 64, w = min(64, kD - cb * 64);
+  const int rr = row % 64, chunk = (col % 64) / 8;
+  return (size_t)(row / 64) * 64 * kD + cb * 64 * rows_in + rr * w +
+         ((chunk ^ (rr & (w / 8 - 1))) * 8) + col % 8;
+}
+#else
+__device__ __forceinline__ size_t dq_acc_at(int Lq, int row, int col) {
+  return (size_t)row * kD + col;
+}
+#endif
+
 // The query rows that see at least one of the keys [n0, n1) (n0 < n1 <= Lk):
 // [x, y], empty when x > y. lo(i) and hi(i) (kernels/mask.cuh) grow with i, and row i
 // sees one of them iff hi(i) > n0 and lo(i) < n1, so the rows are one interval.
@@ -101,11 +120,11 @@ extern "C" __global__ void __launch_bounds__(evo::kRowThreads)
     const int row = blockIdx.x * kRowsPerBlock + warp;
     if (row >= Lq) return;
     const size_t r = (size_t)blockIdx.y * Lq + row;
-    const float4* acc_row = reinterpret_cast<const float4*>(dq_accumulator(ws) + r * kD);
+    const float* acc_head = dq_accumulator(ws) + (size_t)blockIdx.y * Lq * kD;
     elem2_t* dq2 = reinterpret_cast<elem2_t*>(dQ + r * kD);
 #pragma unroll
     for (int p = lane; p < kD / 4; p += 32) {
-      const float4 a = acc_row[p];
+      const float4 a = *reinterpret_cast<const float4*>(acc_head + dq_acc_at(Lq, row, 4 * p));
       dq2[2 * p] = from_float2(a.x * scale, a.y * scale);
       dq2[2 * p + 1] = from_float2(a.z * scale, a.w * scale);
     }

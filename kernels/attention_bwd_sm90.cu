@@ -50,6 +50,10 @@ constexpr int kStages = EVO_STAGES;     // main: Q/dO ring; dq kernel: K/V ring
 constexpr int kThreads = 128 * (kWgs + 1);  // + the producer warpgroup
 constexpr bool kDqSeparate = EVO_DQ_SEPARATE != 0;
 constexpr bool kDqBulk = EVO_DQ_BULK != 0 && !kDqSeparate;
+// Main computes dQ (not the dq kernel, nor the measurement probe without it); with the
+// bulk adds it issues dK after its first dQ unit (section 5).
+constexpr bool kDqHere = !kDqSeparate && !(EVO_BENCH_SKIP & 2);
+constexpr bool kDkLate = kDqHere && kDqBulk;
 
 // Tiles are stored as ceil(D / 64) column blocks of [rows][64] elements, 128 bytes a
 // row, 16-byte chunks XOR-swizzled with (row % 8): the layout wgmma's 128-byte-swizzle
@@ -66,11 +70,14 @@ constexpr int kTileQ = kBM * kDs * 2;   // one Q (or dO) stage of main
 constexpr int kDsBytes = kBM * kBN * 2;
 // dQ = dS K in units of 64 query rows x 64 columns, round robin over the warpgroups.
 constexpr int kDqUnits = (kBM / 64) * kColBlocks;
-// Bulk reduce (EVO_DQ_BULK): each warp stages its 16 rows of a unit, 64 floats a row
-// with a pitch of 68 (conflict-free stores, 16-byte aligned rows), then adds each row
-// into the accumulator with one cp.reduce.async.bulk.
-constexpr int kStagePitch = 68;
-constexpr int kDqStageBytes = kDqBulk ? kWgs * 4 * 16 * kStagePitch * 4 : 0;
+// Bulk reduce (EVO_DQ_BULK): the accumulator is laid out in units of 64 query rows x 64
+// columns, each contiguous (kernels/attention_bwd_common.cuh, dq_acc_at); a warpgroup
+// stages its unit in that layout and one of its threads adds the whole unit into the
+// accumulator with one cp.reduce.async.bulk. A warpgroup stages at most kDqSlots units
+// an item, each in a slot of its own.
+constexpr int kDqSlots = (kDqUnits + kWgs - 1) / kWgs;
+constexpr int kDqUnitBytes = 64 * 64 * 4;
+constexpr int kDqStageBytes = kDqBulk ? kWgs * kDqSlots * kDqUnitBytes : 0;
 constexpr int kStatsBytes = kStages * 2 * kBM * 4;  // lse, dpsum per stage
 constexpr int kBarrierBytes = 256;
 constexpr int kAlignSlack = 1024;

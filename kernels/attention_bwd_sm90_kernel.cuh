@@ -20,9 +20,9 @@ struct MainSmem {
   __device__ uint32_t d_o(int s) const { return base + kOffDo + s * kTileQ; }
   __device__ uint32_t ds(int b) const { return base + kOffDs + b * kDsBytes; }
   __device__ uint32_t stats(int s) const { return base + kOffStats + s * 2 * kBM * 4; }
-  // A consumer warp's dQ staging (EVO_DQ_BULK): 16 rows of kStagePitch floats.
-  __device__ uint32_t dq_stage(int cwarp) const {
-    return base + kOffDqStage + cwarp * 16 * kStagePitch * 4;
+  // A consumer warpgroup's dQ staging slot (EVO_DQ_BULK): one unit, 64 x 64 floats.
+  __device__ uint32_t dq_stage(int cw, int slot) const {
+    return base + kOffDqStage + (cw * kDqSlots + slot) * kDqUnitBytes;
   }
   __device__ uint32_t kv_full() const { return base + kOffBars; }
   __device__ uint32_t q_full(int s) const { return base + kOffBars + 8 + 8 * s; }
@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     mbar_init(sm.kv_full(), 128);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(sm.q_full(s), 128);         // the producer's threads
-      mbar_init(sm.q_empty(s), kWgs * 4);   // one arrival per consumer warp
+      mbar_init(sm.q_empty(s), kWgs * 128);  // one arrival per consumer thread
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -226,13 +226,18 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       }
     }
 
-    // dV += P^T dO, dK += dS^T Q (scaled once at the end): one group.
+    // dV += P^T dO, dK += dS^T Q (scaled once at the end). With the bulk dQ adds, dK is
+    // issued after this warpgroup's first dQ unit, so that it runs on the tensor cores
+    // while that unit is staged and added (FlashAttention-3's order). With the red adds
+    // that order measured slower (the adds and dK contend: B2 H16 L4096 D128 2.11 ms
+    // against 1.94, experiments/2026-11-27-h100-bwd-bulk run b2) and spills at D64
+    // BLOCK_M 128, so dK goes with dV there.
     wgmma_fence();
     issue_grad(dv, pt, sdo);
-    issue_grad(dk, dst, sq);
+    if constexpr (!kDkLate) issue_grad(dk, dst, sq);
     wgmma_commit();
 
-    if constexpr (!kDqSeparate && !(EVO_BENCH_SKIP & 2)) {
+    if constexpr (kDqHere) {
       // dS^T to shared memory ([query block][key][64 queries], swizzled), then every
       // consumer's share of dQ = dS K. The two buffers alternate: a warpgroup writes
       // buffer i % 2 only after the barrier of item i - 1, which every warpgroup reaches
@@ -247,10 +252,13 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
                        : "memory");
         }
       fence_async_proxy();
+      // With the bulk adds, this warpgroup's last item's adds have read its staging.
+      if (kDqBulk && tid == 0) bulk_wait_read<0>();
       named_sync(1, kWgs * 128);
       // Units of 64 query rows x 64 columns, round robin over the warpgroups: A = dS
       // read transposed from dS^T, B = K read transposed, k-steps over the kBN keys.
-      for (int u = cw; u < kDqUnits; u += kWgs) {
+      // This warpgroup's unit u, its slot-th.
+      auto dq_unit = [&](const int u, const int slot) {
         const int ms = u / kColBlocks, ns = u % kColBlocks;
         float dq[32];
         wgmma_fence();
@@ -263,7 +271,13 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
           wgmma_ss_t<64>(dq, da, db, kk > 0);
         }
         wgmma_commit();
-        wgmma_wait<0>();
+        if (kDkLate && slot == 0) {
+          issue_grad(dk, dst, sq);
+          wgmma_commit();
+          wgmma_wait<1>();  // dV and this unit; dK goes on
+        } else {
+          wgmma_wait<0>();
+        }
 #pragma unroll
         for (int x = 0; x < 32; ++x) keep(dq[x]);
         const int row0 = m0 + ms * 64 + warp * 16;  // this warp's 16 rows
@@ -271,26 +285,30 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
         float* const acc_head = dq_acc + (size_t)bh * Lq * kD;
         if constexpr (EVO_BENCH_SKIP & 1) {
         } else if constexpr (kDqBulk) {
-          // The warp's rows through its staging, then one bulk reduce-add a row.
-          const uint32_t stage = sm.dq_stage(cw * 4 + warp);
-          if (lane < 16) bulk_wait_read<0>();  // the last unit's adds have read the staging
-          __syncwarp();
+          // The unit into its slot in the accumulator's layout (dq_acc_at: rows of the
+          // unit's width, 32-byte chunks XOR-swizzled by the row), then one bulk add of
+          // its rows below Lq. The XOR puts a warp's 8 rows on distinct bank groups.
+          const uint32_t stage = sm.dq_stage(cw, slot);
+          constexpr int kLastW = kD - (kColBlocks - 1) * 64;  // the last block's columns
+          const int w = ns == kColBlocks - 1 ? kLastW : 64;
 #pragma unroll
-          for (int j = 0; j < 8; ++j)
+          for (int h = 0; h < 2; ++h) {
+            const int rr = warp * 16 + lane / 4 + 8 * h;
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const uint32_t at = stage + ((lane / 4 + 8 * h) * kStagePitch + 8 * j + 2 * quad) * 4;
-              asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(dq[4 * j + 2 * h]),
-                           "f"(dq[4 * j + 2 * h + 1])
+            for (int j = 0; j < 8; ++j) {
+              if (8 * j >= w) continue;
+              const int at = rr * w + ((j ^ (rr & (w / 8 - 1))) * 8) + 2 * quad;
+              asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(stage + at * 4),
+                           "f"(dq[4 * j + 2 * h]), "f"(dq[4 * j + 2 * h + 1])
                            : "memory");
             }
+          }
           fence_async_proxy();
-          __syncwarp();
-          if (lane < 16 && row0 + lane < Lq) {
-            constexpr int kCols = kD - (kColBlocks - 1) * 64;  // the last block's real columns
-            const uint32_t bytes = (ns == kColBlocks - 1 ? kCols : 64) * 4;
-            bulk_reduce_add(acc_head + (size_t)(row0 + lane) * kD + col0,
-                            stage + lane * kStagePitch * 4, bytes);
+          named_sync(2 + cw, 128);
+          const int unit_row = m0 + ms * 64, rows_in = min(64, Lq - unit_row);
+          if (tid == 0 && rows_in > 0) {
+            bulk_reduce_add(acc_head + (size_t)unit_row * kD + col0 * rows_in, stage,
+                            rows_in * w * 4);
             bulk_commit();
           }
         } else {
@@ -307,9 +325,26 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
             }
           }
         }
+      };
+      if constexpr (kDkLate) {
+        // Unrolled, so that which unit issues dK is known to ptxas (a runtime choice
+        // serialises the wgmmas for want of registers at D96 and D128).
+#pragma unroll
+        for (int slot = 0; slot < kDqSlots; ++slot) {
+          if (cw + slot * kWgs >= kDqUnits) break;
+          dq_unit(cw + slot * kWgs, slot);
+        }
+      } else {
+        // Not unrolled: unrolled, the red adds' addressing spills at D64 BLOCK_M 128.
+        for (int u = cw, slot = 0; u < kDqUnits; u += kWgs, ++slot) dq_unit(u, slot);
+      }
+      if (kDkLate && cw >= kDqUnits) {  // a warpgroup without a dQ unit
+        wgmma_fence();
+        issue_grad(dk, dst, sq);
+        wgmma_commit();
       }
     }
-    wgmma_wait<0>();  // dV, dK (when no dQ unit waited already)
+    wgmma_wait<0>();  // dK (and dV when no dQ unit waited already)
 #pragma unroll
     for (int x = 0; x < kDs / 2; ++x) {
       keep(dv[x]);
@@ -322,9 +357,12 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
         keep(pt[kk][r]);
         keep(dst[kk][r]);
       }
-    // This warp is done with the stage (Q, dO, lse, dpsum).
-    __syncwarp();
-    if (lane == 0) mbar_arrive(sm.q_empty(s));
+    // This thread is done with the stage (Q, dO, lse, dpsum). Every thread arrives,
+    // since each read lse and dpsum with ld.shared: one arrival per warp after a
+    // __syncwarp orders them as well, but compute-sanitizer's racecheck does not follow
+    // that order and reported the producer's next fill of lse and dpsum as racing with
+    // those reads (experiments/2026-11-27-h100-bwd-bulk, runs t1 and t3).
+    mbar_arrive(sm.q_empty(s));
   }
 
   // dK = scale * sum dS^T Q, dV = sum P^T dO; keys no query sees get zeros.
@@ -342,7 +380,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     }
   }
   // The bulk adds are complete before the CTA (and its shared memory) ends.
-  if (kDqBulk && lane < 16) bulk_wait();
+  if (kDqBulk && tid == 0) bulk_wait();
 }
 
 // grid (ceil(Lq / (64 * EVO_CONSUMER_WGS)), B*H), block 128 * (EVO_CONSUMER_WGS + 1),

@@ -97,6 +97,79 @@ fn unknown_suites_are_refused_before_any_gpu_work() {
     );
 }
 
+/// `evo bench --champions DIR --backward`: clap wants the folder, `--record` is refused
+/// (the table's backward entries hold no figures) before anything is read, and on a
+/// machine without a driver the table and its backward genomes load and then the typed
+/// "no CUDA device" error ends it, never a panic.
+#[test]
+fn bench_backward_needs_champions_refuses_record_and_names_the_missing_gpu() {
+    let out = evo(&["bench", "--backward"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("required arguments were not provided") && e.contains("--champions <DIR>"),
+        "{e}"
+    );
+
+    let out = evo(
+        &[
+            "bench",
+            "--champions",
+            "genomes/champions/h100",
+            "--backward",
+            "--record",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("--record with --backward")
+            && e.contains("recording backward figures into dispatch.toml is not supported"),
+        "{e}"
+    );
+    assert!(!e.contains("no CUDA device"), "refused before the GPU: {e}");
+
+    // A folder without a table is named before any GPU work, as for the forward.
+    let out = evo(
+        &[
+            "bench",
+            "--champions",
+            "genomes/champions/none",
+            "--backward",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no dispatch table at genomes/champions/none/dispatch.toml"),
+        "{}",
+        stderr(&out)
+    );
+
+    if Path::new("/proc/driver/nvidia/gpus").exists() {
+        eprintln!("skipped the no-GPU half: this machine has an NVIDIA driver");
+        return;
+    }
+    let out = evo(
+        &[
+            "bench",
+            "--champions",
+            "genomes/champions/h100",
+            "--backward",
+        ],
+        &[],
+    );
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("no CUDA device") && e.contains("GREEN and FAST need a GPU"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
+
 #[test]
 fn gate_on_a_genome_is_a_clear_no_device_error_or_a_pass() {
     let out = evo(

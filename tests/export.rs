@@ -178,7 +178,8 @@ fn export_writes_a_package_the_runtime_and_python_read() {
     );
 
     // The backward: one entry per [[backward]] entry of the table, its genome's id, a
-    // module of the backward ABI per dtype (plain sm_90: mma.sync only).
+    // module of the backward ABI per dtype (sm_90a for the Hopper family's wgmma, plain
+    // sm_90 for the Ampere family's mma.sync).
     assert!(
         !table.backward.is_empty(),
         "the recorded table has backward entries"
@@ -190,8 +191,13 @@ fn export_writes_a_package_the_runtime_and_python_read() {
         let genome = GenomeFile::load(&repo_root().join(CHAMPIONS).join(&b.genome)).unwrap();
         assert_eq!(entry.genome_id, genome.genes.id().to_string());
         assert_eq!(entry.kernels.len(), 2, "D{}: f16 and bf16", b.head_dim);
+        let arch = if genome.genes.family == evo_genome::Family::HopperBwd {
+            "sm_90a"
+        } else {
+            "sm_90"
+        };
         for k in &entry.kernels {
-            assert_eq!(k.arch, "sm_90");
+            assert_eq!(k.arch, arch);
             let ptx = std::fs::read_to_string(out.join(&k.ptx)).unwrap();
             for symbol in [".entry evo_attention_bwd(", "evo_bwd_geometry", "evo_pass"] {
                 assert!(ptx.contains(symbol), "{}: no {symbol}", k.ptx);

@@ -9,6 +9,8 @@
 # Usage (repository root, on a host of two GPUs): bash experiments/2026-11-26-h100x2-steady/run-s2.sh
 # Run S3 is `RUN=s3 bash experiments/2026-11-26-h100x2-steady/run-s2.sh warmup:0,1:16 c2:0,1:300 c1:0:300`:
 # the runs NAME:GPUS:BUDGET given on the command line, in that order, under $OUT/$RUN.
+# Run S4 is S3 with IN_FLIGHT=21 EVOLVE_ARGS="--compile-threads 15": half the 32 logical
+# cores compile, so the GPUs' workers keep a core of their own.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 mkdir -p target/release
@@ -16,13 +18,13 @@ python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1])
 RUN=${RUN:-s2}
 R=$OUT/$RUN; mkdir -p $R/runs
 { date -u +%FT%TZ; nvidia-smi --query-gpu=index,name,driver_version --format=csv; echo "cores: $(nproc)"; } > $R/host.txt 2>&1
-in_flight=$((6 + $(nproc) - 2))
+in_flight=${IN_FLIGHT:-$((6 + $(nproc) - 2))}
 runs=${*:-warmup:0,1:16 a1:0:300 a2:0,1:300 b2:0,1:300 b1:0:300}
 for label in $runs; do
   IFS=: read name gpus budget <<< "$label"
   s=$(date +%s.%N)
   timeout 280 target/release/evo evolve --steady --in-flight $in_flight --budget $budget --seed 11 \
-    --experiment $R/runs/$name --cubin-cache off --quiet --gpus $gpus > $R/$name.txt 2>&1
+    --experiment $R/runs/$name --cubin-cache off --quiet --gpus $gpus ${EVOLVE_ARGS:-} > $R/$name.txt 2>&1
   rc=$?; e=$(date +%s.%N)
   [ $name = warmup ] && continue
   awk -v l=$name -v g=$gpus -v b=$budget -v s=$s -v e=$e -v rc=$rc -v f=$in_flight \

@@ -5,6 +5,9 @@
 //! and re-checks the output after timing. PyTorch SDPA (cuDNN, flash, efficient) runs
 //! last through scripts/sdpa_baseline.py when torch is importable, after this process
 //! has freed its buffers. One table per shape: µs, TFLOP/s, speedup vs each baseline.
+//!
+//! `--champions DIR --backward` times the table's backward genomes instead
+//! ([`backward`]).
 
 use anyhow::{bail, Context};
 use evo_codegen::Toolchain;
@@ -18,6 +21,9 @@ use evo_gates::{AttentionKernel, Device, EvalOptions, FastOptions, GreenSuite, T
 use evo_genome::{Dtype, Problem};
 use std::path::PathBuf;
 use std::time::Instant;
+
+mod backward;
+mod backward_table;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -47,6 +53,9 @@ pub struct BenchArgs {
     pub no_sdpa: bool,
     #[arg(long, default_value = "scripts/sdpa_baseline.py")]
     pub sdpa_script: PathBuf,
+    /// PyTorch's backward baselines, for --backward.
+    #[arg(long, default_value = "scripts/sdpa_backward_baseline.py")]
+    pub sdpa_backward_script: PathBuf,
     /// Write one JSON object per kernel × shape here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -60,9 +69,24 @@ pub struct BenchArgs {
     pub record: bool,
     /// Also time every kernel and SDPA backend on a cold L2 (each launch alone, after a
     /// read over twice the L2's size), in rows named "... (cold L2)"; not the cuBLAS
-    /// hybrid, which is the seeds' baseline.
+    /// hybrid, which is the seeds' baseline. With --backward: PyTorch's backward kernels
+    /// too (evo's backward timing always takes both).
     #[arg(long)]
     pub cold_l2: bool,
+    /// With --champions: time the table's backward genomes ([[backward]], one per head
+    /// dim) instead, each on the shapes of the classes it serves, against PyTorch's
+    /// backward kernels (cuDNN, flash); one row per class.
+    #[arg(long, requires = "champions")]
+    pub backward: bool,
+}
+
+/// The dtype a `--dtype` value names (clap checked it).
+fn dtype_of(label: &str) -> Dtype {
+    if label == "bf16" {
+        Dtype::Bf16
+    } else {
+        Dtype::F16
+    }
 }
 
 /// The name of a kernel's cold-L2 rows.
@@ -163,11 +187,20 @@ fn gate_and_time(
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let dtype = if args.dtype == "bf16" {
-        Dtype::Bf16
-    } else {
-        Dtype::F16
-    };
+    if args.backward {
+        if args.record {
+            bail!(
+                "--record with --backward: recording backward figures into dispatch.toml is \
+                 not supported (its [[backward]] entries hold no figures); drop --record, and \
+                 add --json FILE to keep this run's figures"
+            );
+        }
+        let dir = args.champions.as_deref().context(
+            "--backward times a champions folder's backward genomes: add --champions DIR",
+        )?;
+        return backward::run(&args, dir);
+    }
+    let dtype = dtype_of(&args.dtype);
     // With --champions: the classes' shapes in this dtype, each champion on its own.
     // A writer of the folder (--record) holds its lock from the read to the write, so
     // that `evo champions` cannot change the table in between.
@@ -314,8 +347,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         );
     } else {
         // A broken torch install must not cost the table of everything else.
-        let sdpa =
-            run_sdpa(&args.sdpa_script, &problems, args.seed, args.cold_l2).unwrap_or_else(|e| {
+        let sdpa = run_sdpa(&args.sdpa_script, &problems, args.seed, args.cold_l2, &[])
+            .unwrap_or_else(|e| {
                 eprintln!("SDPA baselines failed, left out of the table: {e}");
                 Vec::new()
             });

@@ -108,7 +108,8 @@ pub struct EvolveArgs {
     /// else ~/.cache/evo/cubins]. GPU backend.
     #[arg(long, value_name = "DIR|off", env = "EVO_CUBIN_CACHE")]
     pub cubin_cache: Option<String>,
-    /// Threads compiling candidates with NVRTC [default: one per core but one per GPU].
+    /// Threads compiling candidates with NVRTC [default: one per core but one; with several
+    /// GPUs, half the cores but one].
     /// `evo tune` on several GPUs gives each search its share of the cores. GPU backend.
     #[arg(long, value_name = "N", value_parser = numbers::threads)]
     pub compile_threads: Option<usize>,

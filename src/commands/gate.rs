@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-mod backward;
+pub(crate) mod backward;
 mod shards;
 mod sources;
 pub use shards::Shard;

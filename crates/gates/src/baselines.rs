@@ -160,17 +160,18 @@ pub fn torch_available() -> bool {
 /// Runs `script` (scripts/sdpa_baseline.py, or scripts/sdpa_backward_baseline.py for the
 /// backward kernels: same options, same rows) on `problems`, returns its results.
 /// With `cold_l2` every backend is also timed on a cold L2 (rows with `timing` "cold-l2").
+/// `backends` (`cudnn`, `flash`, ...) limits the backends run; empty: the script's own
+/// default list.
 pub fn run_sdpa(
     script: &Path,
     problems: &[Problem],
     seed: u64,
     cold_l2: bool,
+    backends: &[&str],
 ) -> Result<Vec<SdpaResult>, GateError> {
-    let shapes = serde_json::to_string(problems).map_err(|e| GateError::Sdpa(e.to_string()))?;
     let out = Command::new("python3")
         .arg(script)
-        .args(["--shapes", &shapes, "--seed", &seed.to_string()])
-        .args(cold_l2.then_some("--cold-l2"))
+        .args(sdpa_args(problems, seed, cold_l2, backends)?)
         .output()
         .map_err(|error| GateError::Io {
             path: script.display().to_string(),
@@ -187,6 +188,30 @@ pub fn run_sdpa(
     parse_sdpa(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// The scripts' command-line options for a run of [`run_sdpa`].
+fn sdpa_args(
+    problems: &[Problem],
+    seed: u64,
+    cold_l2: bool,
+    backends: &[&str],
+) -> Result<Vec<String>, GateError> {
+    let shapes = serde_json::to_string(problems).map_err(|e| GateError::Sdpa(e.to_string()))?;
+    let mut args = vec![
+        "--shapes".to_string(),
+        shapes,
+        "--seed".to_string(),
+        seed.to_string(),
+    ];
+    if cold_l2 {
+        args.push("--cold-l2".into());
+    }
+    if !backends.is_empty() {
+        args.push("--backends".into());
+        args.push(backends.join(","));
+    }
+    Ok(args)
+}
+
 /// Parses the script's output: one JSON array on the last non-empty line.
 pub fn parse_sdpa(stdout: &str) -> Result<Vec<SdpaResult>, GateError> {
     let line = stdout
@@ -201,6 +226,28 @@ pub fn parse_sdpa(stdout: &str) -> Result<Vec<SdpaResult>, GateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scripts_options_name_the_backends_only_when_asked() {
+        let seed = Problem::seed();
+        let shapes = serde_json::to_string(&[seed]).unwrap();
+        assert_eq!(
+            sdpa_args(&[seed], 7, false, &[]).unwrap(),
+            ["--shapes", shapes.as_str(), "--seed", "7"]
+        );
+        assert_eq!(
+            sdpa_args(&[seed], 7, true, &["cudnn", "flash"]).unwrap(),
+            [
+                "--shapes",
+                shapes.as_str(),
+                "--seed",
+                "7",
+                "--cold-l2",
+                "--backends",
+                "cudnn,flash"
+            ]
+        );
+    }
 
     #[test]
     fn sdpa_output_parses_including_refused_backends() {

@@ -155,10 +155,11 @@ categorical! {
         /// over the K/V tiles and sums dS·K in registers: no atomics, bitwise repeatable,
         /// at the price of the recomputation.
         Separate => "separate",
-        /// As `atomic`, but each warp stages its dS·K rows in shared memory and adds
-        /// them with the bulk reduce-add (`cp.reduce.async.bulk ... .add.f32`, one per
-        /// 64-column row segment) instead of `red.global` from registers: an sm_90
-        /// instruction, so `hopper_bwd` only. Not repeatable either.
+        /// As `atomic`, but each consumer warpgroup stages its 64 x 64 unit of dS·K in
+        /// shared memory and one thread adds the whole unit with one bulk reduce-add
+        /// (`cp.reduce.async.bulk ... .add.f32`; the accumulator is laid out in units)
+        /// instead of `red.global` from registers: an sm_90 instruction, so
+        /// `hopper_bwd` only. Not repeatable either.
         TmaReduce => "tma_reduce",
     }
 }

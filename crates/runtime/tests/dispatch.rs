@@ -431,11 +431,7 @@ fn the_backward_is_chosen_by_head_dim_and_a_missing_one_is_unsupported() {
                 .choose_backward(&p)
                 .unwrap_or_else(|e| panic!("{p}: {e}"));
             assert_eq!((entry.head_dim, kernel.dtype), (d, dtype));
-            assert!(
-                entry.origin.contains("not searched yet"),
-                "{}",
-                entry.origin
-            );
+            assert!(entry.origin.contains("fa3-bwd"), "{}", entry.origin);
         }
     }
     let d256: Problem = "1,16,4096,4096,256,bf16,causal,kv=8".parse().unwrap();

@@ -32,10 +32,23 @@ pub struct BatchCompiler {
     pub(crate) tally: Arc<CompileTally>,
 }
 
+/// Compile threads by default: with one GPU, one for every core this process may use
+/// but one; with several, half the cores but one. Each GPU's worker checks outputs and
+/// launches kernels between compiles, and a worker starved of its core starves its GPU:
+/// on a host of two GPUs and 32 logical cores, 30 compile threads slowed each worker's
+/// answer from 0.143 s (one GPU) to 0.177 s, and 15 brought it back to 0.156 s, with
+/// 589 evaluations a minute instead of 509 (experiments/2026-11-26-h100x2-steady, runs
+/// S3 and S4). One GPU keeps up with far fewer compile threads than it is given.
+pub fn default_compile_threads(cores: usize, gpus: usize) -> usize {
+    if gpus <= 1 {
+        cores.saturating_sub(1).max(1)
+    } else {
+        (cores / 2).saturating_sub(1).max(1)
+    }
+}
+
 impl BatchCompiler {
-    /// A compiler with the plan's compile threads, by default one for every core this
-    /// process may use but one per GPU: each GPU's worker checks outputs and launches
-    /// kernels between compiles, and a worker starved of its core starves its GPU.
+    /// A compiler with the plan's compile threads, by default [`default_compile_threads`].
     pub fn new(
         plan: GpuPlan,
         toolchain: Toolchain,
@@ -47,8 +60,7 @@ impl BatchCompiler {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = plan
             .compile_threads
-            .unwrap_or_else(|| cores.saturating_sub(gpus))
-            .max(1);
+            .unwrap_or_else(|| default_compile_threads(cores, gpus));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("evo-compile-{i}"))

@@ -45,7 +45,7 @@ mod usage;
 
 pub use ahead::Ahead;
 pub use child::WorkerCommand;
-pub use compiler::{BatchCompiler, Prepared};
+pub use compiler::{default_compile_threads, BatchCompiler, Prepared};
 pub use cubin_cache::CubinCache;
 pub use evaluator::GpuEvaluator;
 pub use gpus::{parse_gpus, require_one_model};

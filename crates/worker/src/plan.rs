@@ -25,9 +25,10 @@ pub struct GpuPlan {
     /// Where compiled CUBINs are kept across runs (see `CubinCache`); none: every
     /// variant is compiled.
     pub cubin_cache: Option<PathBuf>,
-    /// Compile threads; none: one per core this process may use but one per GPU. A
-    /// host running several searches at once gives each its share of the cores, so that
-    /// one search's compiles never starve another's workers.
+    /// Compile threads; none: `default_compile_threads` (one per core but one; with
+    /// several GPUs, half the cores but one). A host running several searches at once
+    /// gives each its share of the cores, so that one search's compiles never starve
+    /// another's workers.
     pub compile_threads: Option<usize>,
     /// The fault drill: replace some candidates' kernels with planted faulting or
     /// hanging ones (None in every real search).

@@ -1,6 +1,7 @@
 //! `evo gate` on backward genomes and hand-written backward modules (`.cu` files that
 //! declare `evo_pass`): GREEN's backward checks over the same suite as the forward's,
-//! then FAST's backward timing of the kernels that pass.
+//! then FAST's backward timing of the kernels that pass. `evo bench --champions DIR
+//! --backward` runs the same gates ([`gate_kernels`]) on the table's backward genomes.
 
 use anyhow::Context;
 use evo_codegen::Toolchain;
@@ -13,6 +14,7 @@ use evo_gates::suite::Case;
 use evo_gates::Device;
 use evo_genome::{Pass, Problem, Target};
 use serde::Serialize;
+use std::io::Write;
 use std::path::Path;
 
 /// Sets (calls per repeat) and repeats of the backward's timing.
@@ -31,8 +33,42 @@ struct KernelRecord<'a> {
     timings: &'a [BackwardTiming],
     /// FAST's failures (a timed call's check, a guard written while timed), one per
     /// timed problem that failed.
-    fast_failures: &'a [String],
+    fast_failures: Vec<String>,
     compile_errors: Vec<String>,
+}
+
+/// What the backward gate found for one kernel: GREEN's reports, FAST's timings and
+/// failures. `evo gate` writes it as JSON; `evo bench --backward` sets it beside PyTorch's.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackwardOutcome {
+    pub kernel: String,
+    pub genome_id: Option<String>,
+    /// Every variant compiled (or was excluded by the genome's rules), GREEN passed and
+    /// FAST found nothing wrong.
+    pub passed: bool,
+    pub cases: Vec<BackwardCaseReport>,
+    /// One per timed problem that has a variant, in the order of `BackwardRun::timed`.
+    pub timings: Vec<BackwardTiming>,
+    /// The timed problems FAST rejected, each with FAST's error.
+    pub fast_failures: Vec<FastFailure>,
+    pub compile_errors: Vec<String>,
+}
+
+/// A timed problem FAST rejected (a timed call's check, a guard written while timed).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FastFailure {
+    pub problem: Problem,
+    pub error: String,
+}
+
+impl BackwardOutcome {
+    /// FAST's failures as the gate's JSON and messages state them: `FAST on PROBLEM: ...`.
+    pub fn fast_failure_lines(&self) -> Vec<String> {
+        self.fast_failures
+            .iter()
+            .map(|f| format!("FAST on {}: {}", f.problem, f.error))
+            .collect()
+    }
 }
 
 /// What the backward gate needs from `evo gate`'s arguments.
@@ -71,15 +107,61 @@ pub fn pass_of(sources: &[KernelSource]) -> anyhow::Result<Pass> {
     }
 }
 
-/// Gates every backward source; an error names the kernels that failed GREEN or FAST.
+/// Gates every backward source: `evo gate`'s backward run. Writes the JSON of every
+/// kernel's outcome (`run.json`); an error names the kernels that failed GREEN or FAST.
 pub fn run(run: BackwardRun, sources: &[KernelSource]) -> anyhow::Result<()> {
+    let outcomes = gate_kernels(&run, sources, &mut std::io::stdout())?;
+    if let Some(path) = run.json {
+        let out: Vec<KernelRecord> = outcomes
+            .iter()
+            .map(|o| KernelRecord {
+                kernel: &o.kernel,
+                genome_id: o.genome_id.clone(),
+                device: run.device.name(),
+                run_seed: run.seed,
+                passed: o.passed,
+                cases: &o.cases,
+                timings: &o.timings,
+                fast_failures: o.fast_failure_lines(),
+                compile_errors: o.compile_errors.clone(),
+            })
+            .collect();
+        evo_lineage::write_atomic(path, serde_json::to_string_pretty(&out)?.as_bytes())
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        eprintln!("wrote {} kernels' records to {}", out.len(), path.display());
+    }
+    let failed: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| !o.passed)
+        .map(|o| o.kernel.as_str())
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} of {} backward kernels failed GREEN or FAST: {}",
+            failed.len(),
+            sources.len(),
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Compiles every backward source at the variants `run`'s cases and timed problems need,
+/// runs GREEN's backward checks on `run.cases`, then FAST's timing (warm and cold L2,
+/// every timed call checked) on each of `run.timed` of the kernels that pass. One line
+/// per case and per timing goes to `log` (`evo gate`: stdout). The outcomes are in the
+/// sources' order; a kernel that fails is an outcome, not an error.
+pub fn gate_kernels(
+    run: &BackwardRun,
+    sources: &[KernelSource],
+    log: &mut dyn Write,
+) -> anyhow::Result<Vec<BackwardOutcome>> {
     let mut problems: Vec<Problem> = run.cases.iter().map(|c| c.problem).collect();
     problems.extend(&run.timed);
     let variants = variants_for(&problems);
     let built = compile_all(run.tc, sources, &variants, run.target);
-    let mut records = Vec::new();
+    let mut outcomes = Vec::new();
     let mut references = BackwardReferences::default();
-    let mut failed = Vec::new();
     for (source, built) in sources.iter().zip(&built) {
         let name = source.name();
         let mut kernel = BackwardVariants {
@@ -121,13 +203,14 @@ pub fn run(run: BackwardRun, sources: &[KernelSource]) -> anyhow::Result<()> {
                     format!("FAIL: {}", r.failures.join("; "))
                 }
             };
-            println!(
+            writeln!(
+                log,
                 "{name}  {:<44} dQ {dq:.2e}  dK {dk:.2e}  dV {dv:.2e}  {verdict}",
                 r.case
-            );
+            )?;
         }
         for e in &compile_errors {
-            println!("{name}  compile failed: {e}");
+            writeln!(log, "{name}  compile failed: {e}")?;
         }
         let mut timings = Vec::new();
         let mut fast_failures = Vec::new();
@@ -140,17 +223,21 @@ pub fn run(run: BackwardRun, sources: &[KernelSource]) -> anyhow::Result<()> {
                 else {
                     continue;
                 };
-                // A kernel FAST rejects fails, the run goes on: the JSON records it and
-                // the next kernel is gated.
+                // A kernel FAST rejects fails, the run goes on: the outcome records it
+                // and the next kernel is gated.
                 let t = match time_backward(k, p, run.seed, SETS, REPEATS) {
                     Ok(t) => t,
                     Err(e) => {
-                        println!("{name}  {p}  FAST FAIL: {e}");
-                        fast_failures.push(format!("FAST on {p}: {e}"));
+                        writeln!(log, "{name}  {p}  FAST FAIL: {e}")?;
+                        fast_failures.push(FastFailure {
+                            problem: *p,
+                            error: e.to_string(),
+                        });
                         continue;
                     }
                 };
-                println!(
+                writeln!(
+                    log,
                     "{name}  {p}  backward warm {:.1} µs ({:.1}-{:.1}), {:.0} TFLOP/s; cold {:.1} µs, \
                      {:.0} TFLOP/s; {} timed calls checked",
                     t.warm.median_us,
@@ -160,53 +247,21 @@ pub fn run(run: BackwardRun, sources: &[KernelSource]) -> anyhow::Result<()> {
                     t.cold.median_us,
                     t.tflops_cold,
                     t.checked
-                );
+                )?;
                 timings.push(t);
             }
         }
-        if !passed || !fast_failures.is_empty() {
-            failed.push(name.to_string());
-        }
-        records.push((
-            name.to_string(),
-            source.genome().map(|g| g.id().to_string()),
-            passed && fast_failures.is_empty(),
-            reports,
+        outcomes.push(BackwardOutcome {
+            kernel: name.to_string(),
+            genome_id: source.genome().map(|g| g.id().to_string()),
+            passed: passed && fast_failures.is_empty(),
+            cases: reports,
             timings,
             fast_failures,
             compile_errors,
-        ));
+        });
     }
-    if let Some(path) = run.json {
-        let out: Vec<KernelRecord> = records
-            .iter()
-            .map(
-                |(kernel, id, passed, cases, timings, fast_failures, errors)| KernelRecord {
-                    kernel,
-                    genome_id: id.clone(),
-                    device: run.device.name(),
-                    run_seed: run.seed,
-                    passed: *passed,
-                    cases,
-                    timings,
-                    fast_failures,
-                    compile_errors: errors.clone(),
-                },
-            )
-            .collect();
-        evo_lineage::write_atomic(path, serde_json::to_string_pretty(&out)?.as_bytes())
-            .with_context(|| format!("{}: cannot write", path.display()))?;
-        eprintln!("wrote {} kernels' records to {}", out.len(), path.display());
-    }
-    if !failed.is_empty() {
-        anyhow::bail!(
-            "{} of {} backward kernels failed GREEN or FAST: {}",
-            failed.len(),
-            sources.len(),
-            failed.join(", ")
-        );
-    }
-    Ok(())
+    Ok(outcomes)
 }
 
 #[cfg(test)]

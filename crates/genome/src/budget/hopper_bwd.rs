@@ -13,16 +13,22 @@ pub fn hopper_bwd_block_n(g: &Genome) -> u32 {
     64 * g.consumer_wgs.get()
 }
 
-/// The pitch in floats of a warp's 16-row dQ staging rows (`tma_reduce`): 64 columns
-/// and 4 more, so the stores from the accumulator fragments meet no bank conflict and
-/// every row stays 16-byte aligned for the bulk reduce-add.
-pub const HOPPER_BWD_DQ_STAGE_PITCH: u32 = 68;
+/// The bytes of one dQ unit (`tma_reduce`): 64 query rows x 64 columns of fp32, staged
+/// whole by a consumer warpgroup and added into the accumulator by one bulk reduce-add.
+pub const HOPPER_BWD_DQ_UNIT_BYTES: u32 = 64 * 64 * 4;
+
+/// `tma_reduce`: the dQ units a consumer warpgroup stages per query block (the template's
+/// `kDqSlots`): the block's `BM/64 x ceil(D/64)` units dealt round robin.
+pub fn hopper_bwd_dq_slots(g: &Genome, head_dim: HeadDim) -> u32 {
+    let units = g.block_m.get() / 64 * hopper_stored_columns(head_dim) / 64;
+    units.div_ceil(g.consumer_wgs.get())
+}
 
 impl SmemPlan {
     /// `hopper_bwd`, the main kernel (`EVO_SMEM_BYTES`): `kv` the CTA's K and V,
     /// resident; `q` a ring of `stages` Q and dO tiles; `s_p` dS transposed in two
     /// buffers (the A operand of dQ = dS·K; none with the separate dq kernel); `o` each
-    /// consumer warp's dQ staging of `tma_reduce`; `stats` lse and dpsum per ring slot,
+    /// consumer warpgroup's dQ staging of `tma_reduce`; `stats` lse and dpsum per ring slot,
     /// the mbarriers and the 1024 bytes of the swizzle's alignment. Tiles are stored in
     /// whole 64-column blocks (D96 as 128).
     pub fn hopper_bwd_main(g: &Genome, head_dim: HeadDim) -> SmemPlan {
@@ -35,7 +41,7 @@ impl SmemPlan {
             s_p: if separate { 0 } else { 2 * bm * bn * 2 },
             stats: st * 2 * bm * 4 + HOPPER_BARRIERS + HOPPER_ALIGN_SLACK,
             o: if g.dq_mode == DqMode::TmaReduce {
-                g.consumer_wgs.get() * 4 * 16 * HOPPER_BWD_DQ_STAGE_PITCH * 4
+                g.consumer_wgs.get() * hopper_bwd_dq_slots(g, head_dim) * HOPPER_BWD_DQ_UNIT_BYTES
             } else {
                 0
             },

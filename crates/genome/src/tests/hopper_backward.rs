@@ -11,13 +11,19 @@ fn fa3_bwd() -> Genome {
         stages: Stages::S3,
         exp: ExpFn::Exp2,
         producer_regs: ProducerRegs::R32,
-        dq_mode: DqMode::Atomic,
+        dq_mode: DqMode::TmaReduce,
         ..Genome::baseline()
     }
 }
 
 fn with_dq(g: Genome, dq_mode: DqMode) -> Genome {
     Genome { dq_mode, ..g }
+}
+
+/// fa3-bwd with its dQ added from the registers (no staging in shared memory): the
+/// plans of the rules below that are not about dQ.
+fn fa3_bwd_atomic() -> Genome {
+    with_dq(fa3_bwd(), DqMode::Atomic)
 }
 
 fn fa3_bwd_path() -> std::path::PathBuf {
@@ -31,7 +37,7 @@ fn the_fa3_bwd_file_loads_strictly_and_runs_at_d64_d96_d128_on_sm90_only() {
     assert_eq!(file.genes.pass(), Pass::Backward);
     assert_eq!(
         file.genes.summary(),
-        "hopper_bwd 128x64 wg2 s3 exp2 dq:atomic regs:32"
+        "hopper_bwd 128x64 wg2 s3 exp2 dq:tma_reduce regs:32"
     );
     assert_eq!((file.genes.threads(), file.genes.rows_per_cta()), (384, 64));
     for d in [HeadDim::D64, HeadDim::D96, HeadDim::D128] {
@@ -146,7 +152,7 @@ fn hopper_bwd_ids_hash_the_family_and_dq_mode() {
 fn rule_hopper_needs_sm90_binds_the_backward_family() {
     let g = Genome {
         stages: Stages::S1,
-        ..fa3_bwd()
+        ..fa3_bwd_atomic()
     };
     let v = g.violations(HeadDim::D64, Target::Sm89);
     assert_eq!(v.len(), 1, "{v:?}");
@@ -169,7 +175,7 @@ fn rule_hopper_bwd_block_m() {
     ] {
         let g = Genome {
             block_m: bm,
-            ..fa3_bwd()
+            ..fa3_bwd_atomic()
         };
         // D64: 128 rows a step fit the registers (64 + 128 + 32 + 8 = 232 of 232).
         let failed = failed_rules(&g, HeadDim::D64, Target::Sm90);
@@ -229,21 +235,28 @@ fn rule_tma_reduce_needs_hopper_bwd() {
             && msg.contains("family = \"hopper_bwd\""),
         "{msg}"
     );
-    // The Hopper backward takes every dq_mode (two stages leave the bulk reduce-add
-    // its 34,816 bytes of staging at D128).
-    let two = Genome {
-        stages: Stages::S2,
-        ..fa3_bwd()
-    };
+    // The Hopper backward takes every dq_mode, fa3-bwd's three stages included: the bulk
+    // reduce-add stages one 64 x 64 fp32 unit per consumer warpgroup (32,768 bytes at
+    // D128), which leaves main at 232,192 of the 232,448 bytes.
     for m in DqMode::ALL {
         assert!(
-            with_dq(two, *m).is_valid(HeadDim::D128, Target::Sm90),
+            with_dq(fa3_bwd(), *m).is_valid(HeadDim::D128, Target::Sm90),
             "{m}"
         );
     }
-    let v = with_dq(fa3_bwd(), DqMode::TmaReduce).violations(HeadDim::D128, Target::Sm90);
-    assert_eq!(v.len(), 1, "{v:?}");
-    assert!(v[0].detail.contains("dQ staging 34816"), "{}", v[0]);
+    assert_eq!(
+        with_dq(fa3_bwd(), DqMode::TmaReduce)
+            .smem(HeadDim::D128)
+            .total(),
+        232_192
+    );
+    // One consumer warpgroup stages both units of a D128 query block.
+    let one = Genome {
+        consumer_wgs: ConsumerWgs::C1,
+        ..with_dq(fa3_bwd(), DqMode::TmaReduce)
+    };
+    assert_eq!(one.smem(HeadDim::D128).o, 32_768);
+    assert_eq!(one.smem(HeadDim::D64).o, 16_384);
 }
 
 #[test]
@@ -252,7 +265,7 @@ fn rule_register_file_of_the_hopper_backward_and_d256() {
     // BM64 (216) fits; D128 BM128 (296) and D128 without setmaxnreg (216 > 168) do not.
     let bm128 = Genome {
         block_m: Tile::T128,
-        ..fa3_bwd()
+        ..fa3_bwd_atomic()
     };
     assert_eq!(rules::hopper_bwd_consumer_needs(&bm128, HeadDim::D64), 232);
     assert_eq!(rules::hopper_consumer_registers(&bm128), 232);
@@ -310,7 +323,7 @@ fn rule_register_file_of_the_hopper_backward_and_d256() {
 #[test]
 fn hopper_backward_shared_memory_plans_match_the_abi() {
     // kernels/ABI.md: main = 1024 + 2*BN*Ds*2 + ST*2*BM*Ds*2 + (sep ? 0 : 2*BM*BN*2)
-    // + (bulk ? WGS*4*16*68*4 : 0) + ST*2*BM*4 + 256.
+    // + (bulk ? WGS*ceil(BM/64*Ds/64 / WGS)*16384 : 0) + ST*2*BM*4 + 256.
     let abi_main = |g: &Genome, d: u32| {
         let ds = d.div_ceil(64) * 64;
         let (w, bm, st) = (g.consumer_wgs.get(), g.block_m.get(), g.stages.get());
@@ -320,7 +333,11 @@ fn hopper_backward_shared_memory_plans_match_the_abi() {
         1024 + 2 * bn * ds * 2
             + st * 2 * bm * ds * 2
             + if sep { 0 } else { 2 * bm * bn * 2 }
-            + if bulk { w * 4 * 16 * 68 * 4 } else { 0 }
+            + if bulk {
+                w * (bm / 64 * ds / 64).div_ceil(w) * 16384
+            } else {
+                0
+            }
             + st * 2 * bm * 4
             + 256
     };
@@ -346,9 +363,10 @@ fn hopper_backward_shared_memory_plans_match_the_abi() {
             );
         }
     }
-    // fa3-bwd at D128: 1024 + K,V 65536 + Q,dO 3 x 32768 + dS^T 32768 + lse/dpsum
-    // 1536 + 256.
-    assert_eq!(fa3_bwd().smem(HeadDim::D128).total(), 199_424);
+    // fa3-bwd at D128: 1024 + K,V 65536 + Q,dO 3 x 32768 + dS^T 32768 + dQ staging
+    // 2 x 16384 + lse/dpsum 1536 + 256; without the staging (atomic adds) 199,424.
+    assert_eq!(fa3_bwd().smem(HeadDim::D128).total(), 232_192);
+    assert_eq!(fa3_bwd_atomic().smem(HeadDim::D128).total(), 199_424);
     // The Ampere backward's dq plan never sizes a Hopper genome, nor the reverse.
     assert_eq!(
         SmemPlan::bwd_dq(&with_dq(fa3_bwd(), DqMode::Separate), HeadDim::D64).total(),

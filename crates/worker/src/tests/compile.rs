@@ -1,4 +1,5 @@
-//! The batch compiler's CUBIN cache: what a repeated search does not compile again.
+//! The batch compiler: its CUBIN cache (what a repeated search does not compile again) and
+//! its default compile threads.
 
 use super::*;
 
@@ -36,4 +37,18 @@ fn a_repeated_compile_takes_its_cubins_from_the_cache() {
         cache.line()
     );
     assert_eq!(first, second);
+}
+
+#[test]
+fn several_gpus_leave_half_the_cores_to_their_workers() {
+    use crate::compiler::default_compile_threads;
+    // One GPU: every core but one compiles.
+    assert_eq!(default_compile_threads(32, 1), 31);
+    assert_eq!(default_compile_threads(16, 0), 15);
+    // Two GPUs on 32 logical cores: 15 (run S4), not the 30 that slowed the workers.
+    assert_eq!(default_compile_threads(32, 2), 15);
+    assert_eq!(default_compile_threads(64, 4), 31);
+    // Never none.
+    assert_eq!(default_compile_threads(1, 1), 1);
+    assert_eq!(default_compile_threads(2, 2), 1);
 }
