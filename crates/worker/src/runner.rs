@@ -309,11 +309,13 @@ impl Runner {
             if !open {
                 return;
             }
-            let waited = std::time::Instant::now();
+            // A poll that finds no candidate while a confirmation is pending is time spent
+            // waiting for candidates (its late compile runs beside the GPU either way), so
+            // it is not added to the full-gate compile waits: those are the first
+            // confirmation's compile and the compiles the stream's end waits for. (Until
+            // 2026-11-27 it was, which put 2.6-4.3 s of S4's two-GPU runs there,
+            // experiments/2026-11-26-h100x2-steady.)
             let next = next_candidate(source, !confirming.is_empty());
-            if matches!(next, Err(RecvTimeoutError::Timeout)) {
-                self.usage.late_compile += waited.elapsed();
-            }
             let (index, prepared) = match next {
                 Ok(item) => item,
                 Err(RecvTimeoutError::Timeout) => continue,
