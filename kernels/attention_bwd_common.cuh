@@ -43,12 +43,17 @@ __device__ __forceinline__ float* dpsum_of(float* ws, int B, int H, int Lq) {
 // one's rows_in = the rest) and each block into units of 64 columns (D96's last, 32),
 // each unit contiguous: rows_in rows of its width, the 8-float chunks of row r XOR-ed
 // with r (mod the unit's chunks), the layout a warpgroup stages and adds whole.
+//
+// Within a unit of width w (64 or 32): row rr, 8-float chunk `chunk`, element e of the
+// chunk. The Hopper template's staging writes its units with this, and dq_acc_at reads.
+__device__ __forceinline__ size_t dq_unit_at(int rr, int chunk, int e, int w) {
+  return (size_t)(rr * w) + ((chunk ^ (rr & (w / 8 - 1))) * 8) + e;
+}
 #if defined(EVO_DQ_BULK) && EVO_DQ_BULK && !EVO_DQ_SEPARATE
 __device__ __forceinline__ size_t dq_acc_at(int Lq, int row, int col) {
   const int rows_in = min(64, Lq - row / 64 * 64), cb = col / 64, w = min(64, kD - cb * 64);
-  const int rr = row % 64, chunk = (col % 64) / 8;
-  return (size_t)(row / 64) * 64 * kD + cb * 64 * rows_in + rr * w +
-         ((chunk ^ (rr & (w / 8 - 1))) * 8) + col % 8;
+  return (size_t)(row / 64) * 64 * kD + cb * 64 * rows_in +
+         dq_unit_at(row % 64, (col % 64) / 8, col % 8, w);
 }
 #else
 __device__ __forceinline__ size_t dq_acc_at(int Lq, int row, int col) {

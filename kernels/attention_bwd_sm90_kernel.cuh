@@ -297,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
               if (8 * j >= w) continue;
-              const int at = rr * w + ((j ^ (rr & (w / 8 - 1))) * 8) + 2 * quad;
+              const int at = dq_unit_at(rr, j, 2 * quad, w);
               asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(stage + at * 4),
                            "f"(dq[4 * j + 2 * h]), "f"(dq[4 * j + 2 * h + 1])
                            : "memory");

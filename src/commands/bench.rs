@@ -11,7 +11,7 @@
 
 use anyhow::{bail, Context};
 use evo_codegen::Toolchain;
-use evo_gates::baselines::{run_sdpa, torch_available};
+use evo_gates::baselines::{run_sdpa, torch_available, SdpaResult};
 use evo_gates::compile::{compile_all, cublas_hybrid, load_family, variants_for};
 use evo_gates::evaluate::time_and_recheck;
 use evo_gates::green::{run_green_cached, GreenCache, GreenOptions};
@@ -19,7 +19,7 @@ use evo_gates::report::{bench_table, green_table, Row};
 use evo_gates::suite::Case;
 use evo_gates::{AttentionKernel, Device, EvalOptions, FastOptions, GreenSuite, TimingSuite};
 use evo_genome::{Dtype, Problem};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 mod backward;
@@ -87,6 +87,33 @@ fn dtype_of(label: &str) -> Dtype {
     } else {
         Dtype::F16
     }
+}
+
+/// PyTorch's rows from `script` (`backends`, empty: the script's own list) on
+/// `problems`; `None`, said on stderr, with `--no-sdpa` or without a torch that sees the
+/// GPU. A script that fails yields no rows and says why: a broken torch install must not
+/// cost the table of everything else. `what` names the baselines in those messages.
+fn sdpa_rows(
+    args: &BenchArgs,
+    script: &Path,
+    problems: &[Problem],
+    backends: &[&str],
+    what: &str,
+) -> Option<Vec<SdpaResult>> {
+    if args.no_sdpa {
+        eprintln!("{what} skipped (--no-sdpa)");
+        return None;
+    }
+    if !torch_available() {
+        eprintln!("{what} skipped: `python3 -c 'import torch'` failed or torch sees no GPU");
+        return None;
+    }
+    Some(
+        run_sdpa(script, problems, args.seed, args.cold_l2, backends).unwrap_or_else(|e| {
+            eprintln!("{what} failed, left out of the table: {e}");
+            Vec::new()
+        }),
+    )
 }
 
 /// The name of a kernel's cold-L2 rows.
@@ -339,19 +366,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     drop(device);
 
     let mut baselines = vec!["cublas-hybrid".to_string()];
-    if args.no_sdpa {
-        eprintln!("SDPA baselines skipped (--no-sdpa)");
-    } else if !torch_available() {
-        eprintln!(
-            "SDPA baselines skipped: `python3 -c 'import torch'` failed or torch sees no GPU"
-        );
-    } else {
-        // A broken torch install must not cost the table of everything else.
-        let sdpa = run_sdpa(&args.sdpa_script, &problems, args.seed, args.cold_l2, &[])
-            .unwrap_or_else(|e| {
-                eprintln!("SDPA baselines failed, left out of the table: {e}");
-                Vec::new()
-            });
+    if let Some(sdpa) = sdpa_rows(&args, &args.sdpa_script, &problems, &[], "SDPA baselines") {
         for r in sdpa {
             let kernel = match r.timing.as_str() {
                 "cold-l2" => cold_name(&r.name()),

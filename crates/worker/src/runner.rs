@@ -312,9 +312,7 @@ impl Runner {
             // A poll that finds no candidate while a confirmation is pending is time spent
             // waiting for candidates (its late compile runs beside the GPU either way), so
             // it is not added to the full-gate compile waits: those are the first
-            // confirmation's compile and the compiles the stream's end waits for. (Until
-            // 2026-11-27 it was, which put 2.6-4.3 s of S4's two-GPU runs there,
-            // experiments/2026-11-26-h100x2-steady.)
+            // confirmation's compile and the compiles the stream's end waits for.
             let next = next_candidate(source, !confirming.is_empty());
             let (index, prepared) = match next {
                 Ok(item) => item,

@@ -15,7 +15,7 @@ use super::BenchArgs;
 use crate::commands::gate::backward::{gate_kernels, BackwardOutcome, BackwardRun};
 use anyhow::{bail, Context};
 use evo_codegen::Toolchain;
-use evo_gates::baselines::{run_sdpa, torch_available, SdpaResult};
+use evo_gates::baselines::SdpaResult;
 use evo_gates::compile::KernelSource;
 use evo_gates::suite::Case;
 use evo_gates::{Device, GreenSuite};
@@ -242,33 +242,24 @@ pub fn run(args: &BenchArgs, dir: &Path) -> anyhow::Result<()> {
         .filter(|c| c.champion.is_some())
         .map(|c| c.problem)
         .collect();
-    let mut sdpa = Vec::new();
-    if args.no_sdpa {
-        eprintln!("SDPA backward baselines skipped (--no-sdpa)");
-    } else if !torch_available() {
-        eprintln!(
-            "SDPA backward baselines skipped: `python3 -c 'import torch'` failed or torch sees \
-             no GPU"
-        );
-    } else {
-        // A broken torch install must not cost the table of evo's figures.
-        let script = &args.sdpa_backward_script;
-        sdpa =
-            run_sdpa(script, &problems, args.seed, args.cold_l2, &BACKENDS).unwrap_or_else(|e| {
-                eprintln!("SDPA backward baselines failed, left out of the table: {e}");
-                Vec::new()
-            });
-        if sdpa.iter().any(|r| r.pass != Pass::Backward) {
-            eprintln!(
-                "{} printed forward rows, left out of the table: --sdpa-backward-script \
-                 names the backward's script (scripts/sdpa_backward_baseline.py)",
-                script.display()
-            );
+    let script = &args.sdpa_backward_script;
+    let baselines = "SDPA backward baselines";
+    let sdpa = match super::sdpa_rows(args, script, &problems, &BACKENDS, baselines) {
+        None => Vec::new(),
+        Some(sdpa) => {
+            if sdpa.iter().any(|r| r.pass != Pass::Backward) {
+                eprintln!(
+                    "{} printed forward rows, left out of the table: --sdpa-backward-script \
+                     names the backward's script (scripts/sdpa_backward_baseline.py)",
+                    script.display()
+                );
+            }
+            if !args.cold_l2 {
+                eprintln!("the baselines' cold-L2 columns are empty: add --cold-l2 to time them");
+            }
+            sdpa
         }
-        if !args.cold_l2 {
-            eprintln!("the baselines' cold-L2 columns are empty: add --cold-l2 to time them");
-        }
-    }
+    };
     let rows = rows_of(&classes, &champions, &outcomes, &sdpa);
     println!(
         "backward (dQ, dK, dV) on {dev}, {dtype}, run seed {}",
