@@ -16,8 +16,9 @@
 //   5. main, dq        kernels/attention_bwd_sm90_kernel.cuh
 //
 // The design (kernels/NOTES.md, "The Hopper backward"): a main CTA owns BLOCK_N keys of
-// one K/V head, 64 per consumer warpgroup; K and V stay in shared memory, dK and dV in
-// the warpgroups' registers. A producer warpgroup streams the query blocks that see
+// one K/V head, 64 per consumer warpgroup (or, with EVO_DKV_COLUMNS, 64 per pair of
+// warpgroups, each holding half the columns of their dK and dV: FlashAttention-3's D256
+// split); K and V stay in shared memory, dK and dV in the warpgroups' registers. A producer warpgroup streams the query blocks that see
 // those keys (Q, dO, lse, dpsum) through a ring of STAGES mbarrier-guarded buffers with
 // cp.async. Per query block each consumer warpgroup computes S^T = K Q^T and
 // dP^T = V dO^T (wgmma, keys as M), P^T and dS^T in registers, dV += P^T dO and
@@ -29,6 +30,9 @@
 
 #ifndef EVO_DQ_BULK
 #define EVO_DQ_BULK 0
+#endif
+#ifndef EVO_DKV_COLUMNS
+#define EVO_DKV_COLUMNS 0
 #endif
 // Measurement only, never set by the host (results are wrong with it): bit 1 skips the
 // dQ accumulator adds, bit 2 the whole dQ step (dS^T store, barrier, wgmma, adds), bit
@@ -43,8 +47,13 @@
 namespace evo {
 
 constexpr int kD = EVO_HEAD_DIM;
-constexpr int kWgs = EVO_CONSUMER_WGS;  // consumer warpgroups of main: 64 keys each
-constexpr int kBN = EVO_BLOCK_N;        // keys per main CTA (= 64 x kWgs)
+constexpr int kWgs = EVO_CONSUMER_WGS;  // consumer warpgroups of main
+// Warpgroups per 64 keys (dkv_split): 1, each owns its keys' dK and dV over every column;
+// 2 (EVO_DKV_COLUMNS), a pair shares 64 keys, each computes S^T and dP^T for half the
+// step's query rows, leaves P^T and dS^T in shared memory, and holds dK and dV of half
+// the columns (kernels/NOTES.md §18, "D256").
+constexpr int kSplit = EVO_DKV_COLUMNS ? 2 : 1;
+constexpr int kBN = EVO_BLOCK_N;        // keys per main CTA (= 64 x kWgs / kSplit)
 constexpr int kBM = EVO_BLOCK_M;        // query rows per step of main's loop
 constexpr int kStages = EVO_STAGES;     // main: Q/dO ring; dq kernel: K/V ring
 constexpr int kThreads = 128 * (kWgs + 1);  // + the producer warpgroup
@@ -54,6 +63,10 @@ constexpr bool kDqBulk = EVO_DQ_BULK != 0 && !kDqSeparate;
 // bulk adds it issues dK after its first dQ unit (section 5).
 constexpr bool kDqHere = !kDqSeparate && !(EVO_BENCH_SKIP & 2);
 constexpr bool kDkLate = kDqHere && kDqBulk;
+// P^T and dS^T go through shared memory for dV and dK (the split warpgroups each need
+// the pair's whole step); dS^T is stored there for dQ as well.
+constexpr bool kPSmem = kSplit > 1;
+constexpr bool kDsSmem = kDqHere || kPSmem;
 
 // Tiles are stored as ceil(D / 64) column blocks of [rows][64] elements, 128 bytes a
 // row, 16-byte chunks XOR-swizzled with (row % 8): the layout wgmma's 128-byte-swizzle
@@ -66,7 +79,10 @@ constexpr int kColBlocks = (kD + 63) / 64;
 constexpr int kDs = kColBlocks * 64;
 constexpr int kTileK = kBN * kDs * 2;   // one K (or V) tile of main
 constexpr int kTileQ = kBM * kDs * 2;   // one Q (or dO) stage of main
-// dS^T [BM/64 query blocks][BN keys][64 queries], two buffers (query blocks in turn).
+constexpr int kSN = kBM / kSplit;       // query columns of a warpgroup's S^T and dP^T
+constexpr int kDsW = kDs / kSplit;      // columns of dK and dV a warpgroup holds
+// dS^T [BM/64 query blocks][BN keys][64 queries], two buffers (query blocks in turn);
+// P^T likewise with EVO_DKV_COLUMNS.
 constexpr int kDsBytes = kBM * kBN * 2;
 // dQ = dS K in units of 64 query rows x 64 columns, round robin over the warpgroups.
 constexpr int kDqUnits = (kBM / 64) * kColBlocks;
@@ -83,13 +99,15 @@ constexpr int kBarrierBytes = 256;
 constexpr int kAlignSlack = 1024;
 
 // Main's plan (bytes; must equal the host's EVO_SMEM_BYTES), in this order:
-// slack | K | V | STAGES x Q | STAGES x dO | 2 x dS^T | dQ staging | stats | barriers.
+// slack | K | V | STAGES x Q | STAGES x dO | 2 x dS^T | 2 x P^T | dQ staging | stats |
+// barriers.
 constexpr int kOffK = 0;
 constexpr int kOffV = kOffK + kTileK;
 constexpr int kOffQ = kOffV + kTileK;
 constexpr int kOffDo = kOffQ + kStages * kTileQ;
 constexpr int kOffDs = kOffDo + kStages * kTileQ;
-constexpr int kOffDqStage = kOffDs + (kDqSeparate ? 0 : 2 * kDsBytes);
+constexpr int kOffP = kOffDs + (!kDqSeparate || kPSmem ? 2 * kDsBytes : 0);
+constexpr int kOffDqStage = kOffP + (kPSmem ? 2 * kDsBytes : 0);
 constexpr int kOffStats = kOffDqStage + kDqStageBytes;
 constexpr int kOffBars = kOffStats + kStatsBytes;
 constexpr int kMainSmem = kAlignSlack + kOffBars + kBarrierBytes;
@@ -124,12 +142,19 @@ constexpr int kLaunchRegs = kLaunchRegs0 > 256 ? 256 : kLaunchRegs0;
 constexpr int kConsumerRegs0 = ((kLaunchRegs * (kWgs + 1) - kProducerRegs) / kWgs) / 8 * 8;
 constexpr int kConsumerRegs = kConsumerRegs0 > 240 ? 240 : kConsumerRegs0;
 
-static_assert(kD == 64 || kD == 96 || kD == 128, "EVO_HEAD_DIM must be 64, 96 or 128 "
-              "(D256's dK and dV do not fit one warpgroup's registers: use ampere_bwd)");
+static_assert(kD == 64 || kD == 96 || kD == 128 || kD == 256,
+              "EVO_HEAD_DIM must be 64, 96, 128 or 256");
 static_assert(kWgs >= 1 && kWgs <= 3, "EVO_CONSUMER_WGS must be 1, 2 or 3");
-static_assert(kBN == 64 * kWgs,
-              "rule hopper_bwd_block_n: each consumer warpgroup owns 64 keys, "
-              "EVO_BLOCK_N == 64 * EVO_CONSUMER_WGS");
+static_assert(EVO_DKV_COLUMNS == 0 || EVO_DKV_COLUMNS == 1, "EVO_DKV_COLUMNS must be 0 or 1");
+static_assert(kBN * kSplit == 64 * kWgs,
+              "rule hopper_bwd_block_n: 64 keys per consumer warpgroup (per pair with "
+              "EVO_DKV_COLUMNS), EVO_BLOCK_N == 64 * EVO_CONSUMER_WGS / (1 + EVO_DKV_COLUMNS)");
+static_assert(kSplit == 1 || kWgs == 2,
+              "rule hopper_bwd_dkv_pairs: EVO_DKV_COLUMNS pairs the warpgroups: "
+              "EVO_CONSUMER_WGS must be 2");
+static_assert(kSplit == 1 || kDs % 128 == 0,
+              "rule hopper_bwd_dkv_columns: EVO_DKV_COLUMNS needs each half of the columns "
+              "to be whole 64-column blocks (D = 96, 128 or 256)");
 static_assert(kBM == 64 || kBM == 128,
               "EVO_BLOCK_M must be 64 or 128 (the N of S^T's wgmma, whole 64-row dQ units; "
               "192 never fits the registers)");
@@ -141,9 +166,9 @@ static_assert(kProducerRegs == 0 || kProducerRegs == 24 || kProducerRegs == 32 |
 static_assert(kProducerRegs == 0 ||
                   kProducerRegs + kWgs * kConsumerRegs <= kLaunchRegs * (kWgs + 1),
               "setmaxnreg: the consumers would wait for registers the producer never frees");
-// Registers a consumer thread holds at its peak: dK and dV (kDs / 2 each), S^T and dP^T
-// (kBM / 2 each; S^T turns into P^T's 16-bit fragments, kBM / 4), plus ~8 of addressing.
-static_assert(kDs + kBM + kBM / 4 + 8 <= (kProducerRegs ? kConsumerRegs : kLaunchRegs),
+// Registers a consumer thread holds at its peak: dK and dV (kDsW / 2 each), S^T and dP^T
+// (kSN / 2 each; S^T turns into P^T's 16-bit fragments, kSN / 4), plus ~8 of addressing.
+static_assert(kDsW + kSN + kSN / 4 + 8 <= (kProducerRegs ? kConsumerRegs : kLaunchRegs),
               "rule hopper_bwd_regs: dK, dV, S^T, dP^T and their fragments do not fit the "
               "consumers' registers: lower EVO_BLOCK_M or raise the registers (producer_regs)");
 static_assert(kMainSmem == EVO_SMEM_BYTES,

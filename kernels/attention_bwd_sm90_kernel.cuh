@@ -19,6 +19,7 @@ struct MainSmem {
   __device__ uint32_t q(int s) const { return base + kOffQ + s * kTileQ; }
   __device__ uint32_t d_o(int s) const { return base + kOffDo + s * kTileQ; }
   __device__ uint32_t ds(int b) const { return base + kOffDs + b * kDsBytes; }
+  __device__ uint32_t p(int b) const { return base + kOffP + b * kDsBytes; }  // P^T (split)
   __device__ uint32_t stats(int s) const { return base + kOffStats + s * 2 * kBM * 4; }
   // A consumer warpgroup's dQ staging slot (EVO_DQ_BULK): one unit, 64 x 64 floats.
   __device__ uint32_t dq_stage(int cw, int slot) const {
@@ -30,34 +31,48 @@ struct MainSmem {
 };
 
 // S^T (or dP^T) = A B^T over D for a warpgroup's 64 keys: A = its rows of K (or V),
-// B = the Q (or dO) stage, both K-major; D/16 k-steps of 32 bytes, every 4 the next
-// 64-column block. Issued and committed, not waited for.
-__device__ __forceinline__ void issue_scores(float (&acc)[kBM / 2], uint32_t a_wg, uint32_t b) {
+// B = its kSN rows of the Q (or dO) stage, both K-major; D/16 k-steps of 32 bytes, every
+// 4 the next 64-column block. Issued and committed, not waited for.
+__device__ __forceinline__ void issue_scores(float (&acc)[kSN / 2], uint32_t a_wg, uint32_t b) {
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kD / 16; ++kk) {
     const uint32_t blk = kk / 4, step = (kk % 4) * 32;
     const uint64_t da = make_desc(a_wg + blk * kBN * kRowBytes + step, 16, 1024);
     const uint64_t db = make_desc(b + blk * kBM * kRowBytes + step, 16, 1024);
-    wgmma_ss<kBM>(acc, da, db, kk > 0);
+    wgmma_ss<kSN>(acc, da, db, kk > 0);
   }
   wgmma_commit();
 }
 
 // acc += frag B over the stage's kBM rows: B (Q or dO) read transposed, N = kDs.
-__device__ __forceinline__ void issue_grad(float (&acc)[kDs / 2], const uint32_t (&a)[kBM / 16][4],
-                                           uint32_t b) {
+__device__ __forceinline__ void issue_grad(float (&acc)[kDsW / 2],
+                                           const uint32_t (&a)[kSN / 16][4], uint32_t b) {
+#pragma unroll
+  for (int kk = 0; kk < kSN / 16; ++kk) {
+    const uint64_t db = make_desc(b + kk * 16 * kRowBytes, kBM * kRowBytes, 1024);
+    wgmma_rs<kDsW>(acc, a[kk], db, 1);
+  }
+}
+
+// The same with A (P^T or dS^T, the pair's whole step) from shared memory, K-major
+// ([query block][key][64 queries], `a` at this warpgroup's first key), and B's kDsW
+// columns from `b` (EVO_DKV_COLUMNS).
+__device__ __forceinline__ void issue_grad_ss(float (&acc)[kDsW / 2], uint32_t a, uint32_t b) {
 #pragma unroll
   for (int kk = 0; kk < kBM / 16; ++kk) {
+    const uint32_t blk = kk / 4, step = (kk % 4) * 32;
+    const uint64_t da = make_desc(a + blk * kBN * kRowBytes + step, 16, 1024);
     const uint64_t db = make_desc(b + kk * 16 * kRowBytes, kBM * kRowBytes, 1024);
-    wgmma_rs<kDs>(acc, a[kk], db, 1);
+    wgmma_ss_bt<kDsW>(acc, da, db, 1);
   }
 }
 
 }  // namespace evo
 
 // grid (ceil(Lk / BLOCK_N), B*Hkv), block 128 * (EVO_CONSUMER_WGS + 1), dynamic smem
-// EVO_SMEM_BYTES. Warpgroup 0 produces, warpgroup 1 + w owns keys n0 + 64w .. + 63.
+// EVO_SMEM_BYTES. Warpgroup 0 produces, warpgroup 1 + w owns keys n0 + 64 (w / kSplit)
+// .. + 63 (and, split, the columns of half w % kSplit).
 extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     evo_attention_bwd(const elem_t* __restrict__ Q, const elem_t* __restrict__ K,
                       const elem_t* __restrict__ V, const elem_t* __restrict__ O,
@@ -157,37 +172,43 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   if (kProducerRegs) setmaxnreg_inc<kProducerRegs ? kConsumerRegs : 240>();
   const int cw = wg - 1;
   const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, quad = lane % 4;
-  const int key_row = cw * 64 + warp * 16 + lane / 4;  // + 8i: this thread's keys in the tile
+  const int kg = cw / kSplit, part = cw % kSplit;  // its 64 keys; its half (split)
+  const int key_row = kg * 64 + warp * 16 + lane / 4;  // + 8i: this thread's keys in the tile
+  const int q_off = part * kSN;  // its query columns of S^T and dP^T in the step
+  const int c_off = part * kDsW;  // its columns of dK and dV
   const float sl = scale * kLog2e;
   float* const dq_acc = dq_accumulator(ws);
 
-  float dv[kDs / 2], dk[kDs / 2];
+  float dv[kDsW / 2], dk[kDsW / 2];
 #pragma unroll
-  for (int x = 0; x < kDs / 2; ++x) dv[x] = dk[x] = 0.0f;
+  for (int x = 0; x < kDsW / 2; ++x) dv[x] = dk[x] = 0.0f;
 
   if (items > 0) mbar_wait(sm.kv_full(), 0);
-  const uint32_t k_wg = sm.k() + cw * 64 * kRowBytes, v_wg = sm.v() + cw * 64 * kRowBytes;
+  const uint32_t k_wg = sm.k() + kg * 64 * kRowBytes, v_wg = sm.v() + kg * 64 * kRowBytes;
+  // B of dV and dK: the stage's 64-column blocks of this warpgroup's columns.
+  const uint32_t grad_cols = (c_off / 64) * kBM * kRowBytes;
   for (int i = 0; i < items; ++i) {
     const int s = i % kStages;
     const int bh = item_bh(i), m0 = item_m0(i);
     mbar_wait(sm.q_full(s), (i / kStages) & 1);
     const uint32_t sq = sm.q(s), sdo = sm.d_o(s);
-    const float* const s_lse = reinterpret_cast<const float*>(gbase + (sm.stats(s) - base));
+    const float* const s_lse =
+        reinterpret_cast<const float*>(gbase + (sm.stats(s) - base)) + q_off;
     const float* const s_dps = s_lse + kBM;
 
-    // S^T = K Q^T and dP^T = V dO^T, two groups.
-    float st[kBM / 2], dpt[kBM / 2];
-    issue_scores(st, k_wg, sq);
-    issue_scores(dpt, v_wg, sdo);
+    // S^T = K Q^T and dP^T = V dO^T over this warpgroup's kSN query rows, two groups.
+    float st[kSN / 2], dpt[kSN / 2];
+    issue_scores(st, k_wg, sq + q_off * kRowBytes);
+    issue_scores(dpt, v_wg, sdo + q_off * kRowBytes);
     wgmma_wait<1>();
 #pragma unroll
-    for (int x = 0; x < kBM / 2; ++x) keep(st[x]);
+    for (int x = 0; x < kSN / 2; ++x) keep(st[x]);
 
     // P^T = exp(S^T * scale - lse), column (query) by column; 0 where masked. Query rows
     // past Lq carry zero Q, dO, lse and dpsum: their P is finite and adds nothing.
     const bool need_mask = !mk.clear(m0, min(m0 + kBM, Lq) - 1, n0, kBN);
 #pragma unroll
-    for (int j = 0; j < kBM / 8; ++j) {
+    for (int j = 0; j < kSN / 8; ++j) {
       const int q = 8 * j + 2 * quad;
       const float2 l2 = *reinterpret_cast<const float2*>(s_lse + q);
       const float la = l2.x * kLog2e, lb = l2.y * kLog2e;
@@ -197,26 +218,26 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
         float p1 = score_exp(fmaf(st[4 * j + 2 * h + 1], sl, -lb));
         if (need_mask) {
           const int key = n0 + key_row + 8 * h;
-          if (mk.masked(m0 + q, key)) p0 = 0.0f;
-          if (mk.masked(m0 + q + 1, key)) p1 = 0.0f;
+          if (mk.masked(m0 + q_off + q, key)) p0 = 0.0f;
+          if (mk.masked(m0 + q_off + q + 1, key)) p1 = 0.0f;
         }
         st[4 * j + 2 * h] = p0;
         st[4 * j + 2 * h + 1] = p1;
       }
     }
-    uint32_t pt[kBM / 16][4];
+    uint32_t pt[kSN / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < kBM / 16; ++kk)
+    for (int kk = 0; kk < kSN / 16; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r) pt[kk][r] = pack2(st[8 * kk + 2 * r], st[8 * kk + 2 * r + 1]);
 
     // dS^T = P^T (dP^T - dpsum).
     wgmma_wait<0>();
 #pragma unroll
-    for (int x = 0; x < kBM / 2; ++x) keep(dpt[x]);
-    uint32_t dst[kBM / 16][4];
+    for (int x = 0; x < kSN / 2; ++x) keep(dpt[x]);
+    uint32_t dst[kSN / 16][4];
 #pragma unroll
-    for (int j = 0; j < kBM / 8; ++j) {
+    for (int j = 0; j < kSN / 8; ++j) {
       const float2 d2 = *reinterpret_cast<const float2*>(s_dps + 8 * j + 2 * quad);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -231,30 +252,55 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     // while that unit is staged and added (FlashAttention-3's order). With the red adds
     // that order measured slower (the adds and dK contend: B2 H16 L4096 D128 2.11 ms
     // against 1.94, experiments/2026-11-27-h100-bwd-bulk run b2) and spills at D64
-    // BLOCK_M 128, so dK goes with dV there.
-    wgmma_fence();
-    issue_grad(dv, pt, sdo);
-    if constexpr (!kDkLate) issue_grad(dk, dst, sq);
-    wgmma_commit();
+    // BLOCK_M 128, so dK goes with dV there. Split (EVO_DKV_COLUMNS), both wait for the
+    // pair's P^T and dS^T in shared memory, after the barrier below.
+    const uint32_t ds_buf = sm.ds(i & 1), p_buf = sm.p(i & 1);
+    const uint32_t a_keys = kg * 64 * kRowBytes;  // this warpgroup's keys in dS^T, P^T
+    auto issue_dk = [&]() {
+      if constexpr (kPSmem)
+        issue_grad_ss(dk, ds_buf + a_keys, sq + grad_cols);
+      else
+        issue_grad(dk, dst, sq + grad_cols);
+    };
+    if constexpr (!kPSmem) {
+      wgmma_fence();
+      issue_grad(dv, pt, sdo + grad_cols);
+      if constexpr (!kDkLate) issue_dk();
+      wgmma_commit();
+    }
 
-    if constexpr (kDqHere) {
-      // dS^T to shared memory ([query block][key][64 queries], swizzled), then every
-      // consumer's share of dQ = dS K. The two buffers alternate: a warpgroup writes
-      // buffer i % 2 only after the barrier of item i - 1, which every warpgroup reaches
-      // after its dQ of item i - 2 has completed.
-      const uint32_t ds_buf = sm.ds(i & 1);
+    if constexpr (kDsSmem) {
+      // dS^T (and, split, P^T) to shared memory ([query block][key][64 queries],
+      // swizzled), then the consumers' barrier. The two buffers alternate: a warpgroup
+      // writes buffer i % 2 only after the barrier of item i - 1, which every warpgroup
+      // reaches after its wgmmas of item i - 2 (dQ; dV and dK split) have completed.
 #pragma unroll
-      for (int j = 0; j < kBM / 8; ++j)
+      for (int j = 0; j < kSN / 8; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const uint32_t at = ds_buf + swz(kBN, key_row + 8 * h, 8 * j + 2 * quad);
-          asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(dst[j / 2][(j % 2) * 2 + h])
+          const uint32_t at = swz(kBN, key_row + 8 * h, q_off + 8 * j + 2 * quad);
+          asm volatile("st.shared.u32 [%0], %1;" ::"r"(ds_buf + at),
+                       "r"(dst[j / 2][(j % 2) * 2 + h])
                        : "memory");
+          if constexpr (kPSmem)
+            asm volatile("st.shared.u32 [%0], %1;" ::"r"(p_buf + at),
+                         "r"(pt[j / 2][(j % 2) * 2 + h])
+                         : "memory");
         }
       fence_async_proxy();
       // With the bulk adds, this warpgroup's last item's adds have read its staging.
       if (kDqBulk && tid == 0) bulk_wait_read<0>();
       named_sync(1, kWgs * 128);
+    }
+    if constexpr (kPSmem) {
+      wgmma_fence();
+      issue_grad_ss(dv, p_buf + a_keys, sdo + grad_cols);
+      if constexpr (!kDkLate) issue_dk();
+      wgmma_commit();
+    }
+
+    if constexpr (kDqHere) {
+      // Every consumer's share of dQ = dS K.
       // Units of 64 query rows x 64 columns, round robin over the warpgroups: A = dS
       // read transposed from dS^T, B = K read transposed, k-steps over the kBN keys.
       // This warpgroup's unit u, its slot-th.
@@ -272,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
         }
         wgmma_commit();
         if (kDkLate && slot == 0) {
-          issue_grad(dk, dst, sq);
+          issue_dk();
           wgmma_commit();
           wgmma_wait<1>();  // dV and this unit; dK goes on
         } else {
@@ -340,23 +386,25 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
       }
       if (kDkLate && cw >= kDqUnits) {  // a warpgroup without a dQ unit
         wgmma_fence();
-        issue_grad(dk, dst, sq);
+        issue_dk();
         wgmma_commit();
       }
     }
     wgmma_wait<0>();  // dK (and dV when no dQ unit waited already)
 #pragma unroll
-    for (int x = 0; x < kDs / 2; ++x) {
+    for (int x = 0; x < kDsW / 2; ++x) {
       keep(dv[x]);
       keep(dk[x]);
     }
+    if constexpr (!kPSmem) {
 #pragma unroll
-    for (int kk = 0; kk < kBM / 16; ++kk)
+      for (int kk = 0; kk < kSN / 16; ++kk)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        keep(pt[kk][r]);
-        keep(dst[kk][r]);
-      }
+        for (int r = 0; r < 4; ++r) {
+          keep(pt[kk][r]);
+          keep(dst[kk][r]);
+        }
+    }
     // This thread is done with the stage (Q, dO, lse, dpsum). Every thread arrives,
     // since each read lse and dpsum with ld.shared: one arrival per warp after a
     // __syncwarp orders them as well, but compute-sanitizer's racecheck does not follow
@@ -370,9 +418,10 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   for (int h = 0; h < 2; ++h) {
     const int key = n0 + key_row + 8 * h;
     if (key >= Lk) continue;
-    const size_t row = ((size_t)kvh * Lk + key) * kD + 2 * quad;
+    const size_t row = ((size_t)kvh * Lk + key) * kD + c_off + 2 * quad;
 #pragma unroll
-    for (int j = 0; j < kD / 8; ++j) {
+    for (int j = 0; j < kDsW / 8; ++j) {
+      if (c_off + 8 * j >= kD) break;  // D96's pad columns
       *reinterpret_cast<elem2_t*>(dK + row + 8 * j) =
           from_float2(dk[4 * j + 2 * h] * scale, dk[4 * j + 2 * h + 1] * scale);
       *reinterpret_cast<elem2_t*>(dV + row + 8 * j) =

@@ -9,8 +9,11 @@ upstream gradient). evo passes a tensor when its relative Frobenius error is wit
 twice torch's own plus a small floor (the float16/bfloat16 rounding of one output
 element): the claim is "as accurate as PyTorch's kernel", not "bitwise equal". Also
 checked: the call ran evo's kernels (no fallback warning, `covers(..., requires_grad=
-True)`), dK and dV of grouped heads are [B, Hkv, Lk, D], and D256 (no backward kernel)
-falls back to torch with one warning and torch's gradients.
+True)`), dK and dV of grouped heads are [B, Hkv, Lk, D], and a head dim without a
+backward kernel falls back to torch with one warning and torch's gradients. Every head
+dim evo builds has one in the recorded table, so that runs on a copy of the export
+whose manifest lacks D256's backward entry, in a child process (this script with
+--fallback-only) whose module reads the copy.
 
 Usage: python3 scripts/backward_check.py EXPORT_DIR [--json OUT.json]
 Exit status 0 when every check passes. Needs torch with CUDA and an export with its
@@ -19,7 +22,10 @@ runtime library (`evo export OUT --champions genomes/champions/h100 --cubin`).
 import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import warnings
 
 # (B, H, Hkv, Lq, Lk, D, dtype, causal)
@@ -31,7 +37,11 @@ SHAPES = [
     (2, 8, 2, 300, 300, 64, "float16", True),
     (1, 8, 8, 256, 640, 96, "bfloat16", True),
     (1, 4, 1, 333, 200, 128, "bfloat16", False),
+    (1, 8, 4, 512, 512, 256, "bfloat16", True),
+    (1, 4, 4, 300, 300, 256, "float16", False),
 ]
+# The head dim whose backward entry the fallback check drops from a copy of the export.
+FALLBACK_HEAD_DIM = 256
 # Relative Frobenius error a dtype's rounding of the output alone makes.
 FLOOR = {"float16": 2e-3, "bfloat16": 1.6e-2}
 
@@ -47,10 +57,54 @@ def grads(torch, fn, q, k, v, do):
     return [out.detach()] + [t.grad for t in leaves]
 
 
+def without_backward(export_dir, tmp, head_dim):
+    """A copy of the export under `tmp` whose manifest has no backward entry of
+    `head_dim`; (its folder, how many entries were dropped)."""
+    copy = os.path.join(tmp, "export")
+    shutil.copytree(export_dir, copy)
+    path = os.path.join(copy, "manifest.json")
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    backward = data.get("backward", [])
+    data["backward"] = [b for b in backward if b["head_dim"] != head_dim]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+    return copy, len(backward) - len(data["backward"])
+
+
+def fallback_check(torch, F, evo_attention, d):
+    """On an export without a backward kernel of head dim `d`: the forward is covered,
+    the gradient is not, `sdpa` under autograd says so once (naming the backward) and
+    gives torch's gradients. Returns (failures, the warning)."""
+    failures = []
+    q = torch.randn(1, 4, 256, d, device="cuda", dtype=torch.bfloat16)
+    do = torch.randn_like(q)
+    if not evo_attention.covers(q, q, q, True, requires_grad=False):
+        failures.append(f"D{d}: covers(requires_grad=False) is False: the forward champion is gone")
+    if evo_attention.covers(q, q, q, True, requires_grad=True):
+        failures.append(f"D{d}: covers(requires_grad=True) is True without a backward kernel")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = grads(torch, lambda q, k, v: evo_attention.sdpa(q, k, v, is_causal=True), q, q, q, do)
+        grads(torch, lambda q, k, v: evo_attention.sdpa(q, k, v, is_causal=True), q, q, q, do)
+    messages = [str(w.message) for w in caught]
+    theirs = grads(torch, lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                   q, q, q, do)
+    if (len(messages) != 1 or "backward kernels cover" not in messages[0]
+            or f"head dim {d}" not in messages[0]):
+        failures.append(f"D{d}: expected one fallback warning naming the backward, got {messages}")
+    # torch's own backward adds with atomics: equal up to its run-to-run spread.
+    if any(rel(x, y.double()) > 1e-3 for x, y in zip(ours, theirs)):
+        failures.append(f"D{d}: the fallback's gradients are not torch's")
+    return failures, messages[0] if messages else None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("export_dir")
     parser.add_argument("--json", help="write the rows here")
+    # The child's part: only the fallback check, on EXPORT_DIR, one JSON line out.
+    parser.add_argument("--fallback-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     import torch
     import torch.nn.functional as F
@@ -60,6 +114,10 @@ def main():
     import evo_attention
 
     torch.manual_seed(0)
+    if args.fallback_only:
+        failures, message = fallback_check(torch, F, evo_attention, FALLBACK_HEAD_DIM)
+        print(json.dumps({"failures": failures, "message": message}))
+        return 0
     rows, failures = [], []
     names = ["o", "dq", "dk", "dv"]
     for b, h, hkv, lq, lk, d, dtype_name, causal in SHAPES:
@@ -106,24 +164,25 @@ def main():
         print(f"{label:48s} " + "  ".join(
             f"{n} {row[n]['evo']:.2e}/{row[n]['torch']:.2e}" for n in names), flush=True)
 
-    # D256: no backward kernel, so torch's gradient, said once.
-    q = torch.randn(1, 4, 256, 256, device="cuda", dtype=torch.bfloat16)
-    do = torch.randn_like(q)
-    if evo_attention.covers(q, q, q, True, requires_grad=True):
-        failures.append("D256: covers(requires_grad=True) is True without a backward kernel")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ours = grads(torch, lambda q, k, v: evo_attention.sdpa(q, k, v, is_causal=True), q, q, q, do)
-        grads(torch, lambda q, k, v: evo_attention.sdpa(q, k, v, is_causal=True), q, q, q, do)
-    messages = [str(w.message) for w in caught]
-    theirs = grads(torch, lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                   q, q, q, do)
-    if len(messages) != 1 or "backward kernels cover" not in messages[0]:
-        failures.append(f"D256: expected one fallback warning naming the backward, got {messages}")
-    # torch's own backward adds with atomics: equal up to its run-to-run spread.
-    if any(rel(x, y.double()) > 1e-3 for x, y in zip(ours, theirs)):
-        failures.append("D256: the fallback's gradients are not torch's")
-    print(f"D256 falls back: {messages[0] if messages else '(no warning)'}")
+    # A head dim without a backward kernel: torch's gradient, said once. The module
+    # reads its export once, so the copy without the entry is checked in a child.
+    d = FALLBACK_HEAD_DIM
+    with tempfile.TemporaryDirectory() as tmp:
+        copy, dropped = without_backward(args.export_dir, tmp, d)
+        if dropped != 1:
+            failures.append(f"D{d}: the export has {dropped} backward entries of it, not 1")
+        child = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), copy, "--fallback-only"],
+            capture_output=True, text=True, env=dict(os.environ, EVO_EXPORT_DIR=copy),
+        )
+    try:
+        result = json.loads(child.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        result = {"failures": [f"D{d} fallback: the check did not finish (exit status "
+                               f"{child.returncode}): {child.stdout[-2000:]}{child.stderr[-2000:]}"],
+                  "message": None}
+    failures.extend(result["failures"])
+    print(f"D{d} without its backward entry falls back: {result['message'] or '(no warning)'}")
 
     if args.json:
         with open(args.json, "w") as f:

@@ -5,9 +5,11 @@ A wgmma.mma_async instruction names every accumulator register in its operand li
 (N/2 of them for an m64nNk16 tile), so each N needs its own inline-asm string; they are
 generated here rather than typed by hand: `python3 scripts/gen_wgmma_bwd.py`.
 
-The backward needs three operand forms (kernels/NOTES.md, "The Hopper backward"):
+The backward needs four operand forms (kernels/NOTES.md, "The Hopper backward"):
   ss    A and B from shared memory, both K-major:      S^T = K Q^T, dP^T = V dO^T
   rs    A from registers, B MN-major (transposed):      dV += P^T dO, dK += dS^T Q
+  ss_bt A from shared memory K-major, B MN-major:       the same, with dkv_split =
+                                                        "columns" (P^T, dS^T in shared memory)
   ss_t  A and B from shared memory, both MN-major:      dQ = dS K (dS stored as dS^T)
 """
 import pathlib
@@ -16,8 +18,11 @@ import pathlib
 from gen_wgmma import rs, ss
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "kernels" / "attention_bwd_sm90_wgmma.cuh"
-SS_NS = [64, 128]
+# S^T's N is the step's query rows, halved when two warpgroups share the keys.
+SS_NS = [32, 64, 128]
 RS_NS = [64, 128, 256]
+# dK, dV over half the stored columns (D96 and D128: 64, D256: 128).
+SSBT_NS = [64, 128]
 SST_NS = [64]
 
 
@@ -33,11 +38,14 @@ def main():
         "template <int N> __device__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, int acc);",
         "// A from registers, B from shared memory MN-major (transposed).",
         "template <int N> __device__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, int acc);",
+        "// A from shared memory K-major, B from shared memory MN-major (transposed).",
+        "template <int N> __device__ void wgmma_ss_bt(float (&d)[N / 2], uint64_t a, uint64_t b, int acc);",
         "// A and B from shared memory, both MN-major (both transposed).",
         "template <int N> __device__ void wgmma_ss_t(float (&d)[N / 2], uint64_t a, uint64_t b, int acc);",
     ]
     parts += [ss(n).rstrip() for n in SS_NS]
     parts += [rs(n).rstrip() for n in RS_NS]
+    parts += [ss(n, "wgmma_ss_bt", "0, 1").rstrip() for n in SSBT_NS]
     parts += [ss(n, "wgmma_ss_t", "1, 1").rstrip() for n in SST_NS]
     parts += ["", "}  // namespace evo", ""]
     OUT.write_text("\n".join(parts))

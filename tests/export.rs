@@ -95,10 +95,27 @@ print(lib.version())
 print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 64), _lib.DTYPE_F16, False, None))
 print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 96), _lib.DTYPE_F16, False, None))
 print(lib.forward(16, 32, 48, 64, (1, 8, 512, 512, 80), _lib.DTYPE_F16, False, None), lib.last_error())
-# The gradient calls: D256 has no backward kernel (EVO_ERROR_UNSUPPORTED, 2) whatever the
-# pointers, before any GPU is needed.
+# The gradient calls. D256 has a backward kernel: its fake pointers get the forward's
+# status. D80 has no champion at all, and a copy of the export without D256's backward
+# entry has no backward kernel for it: EVO_ERROR_UNSUPPORTED (2) whatever the pointers,
+# before any GPU is needed.
 print(lib.has_backward)
-print(lib.backward(16, 32, 48, 64, 80, 96, 112, 128, 144, (1, 8, 512, 512, 256), 8, _lib.DTYPE_BF16, True, None), lib.last_error())
+print(lib.backward(16, 32, 48, 64, 80, 96, 112, 128, 144, (1, 8, 512, 512, 256), 8, _lib.DTYPE_BF16, True, None))
+print(lib.backward(16, 32, 48, 64, 80, 96, 112, 128, 144, (1, 8, 512, 512, 80), 8, _lib.DTYPE_BF16, True, None), lib.last_error())
+import json, os, shutil, tempfile
+with tempfile.TemporaryDirectory() as tmp:
+    copy = os.path.join(tmp, "export")
+    shutil.copytree(m.export_dir, copy)
+    path = os.path.join(copy, "manifest.json")
+    with open(path) as f:
+        data = json.load(f)
+    data["backward"] = [b for b in data["backward"] if b["head_dim"] != 256]
+    with open(path, "w") as f:
+        json.dump(data, f)
+    # evo_init on the copy: the library's calls now serve it.
+    lib = _lib.Library(_lib.library_path(m), copy)
+    print(lib.backward(16, 32, 48, 64, 80, 96, 112, 128, 144, (1, 8, 512, 512, 256), 8, _lib.DTYPE_BF16, True, None), lib.last_error())
+    print(lib.backward(16, 32, 48, 64, 80, 96, 112, 128, 144, (1, 8, 512, 512, 128), 8, _lib.DTYPE_BF16, True, None))
 "#;
 
 #[test]
@@ -264,10 +281,22 @@ fn export_writes_a_package_the_runtime_and_python_read() {
         "{lines:?}"
     );
     assert_eq!(lines[4], "True", "the library exports the gradient calls");
+    // D256's backward is exported: its fake pointers are refused as the forward's are.
+    assert_eq!(lines[5], lines[1], "{lines:?}");
     assert!(
-        lines[5].starts_with("2 ") && lines[5].contains("no backward kernel for head dim 256"),
+        lines[6].starts_with("2 ") && lines[6].contains("D=80 has no champion"),
         "{lines:?}"
     );
+    // The copy without D256's backward entry: UNSUPPORTED, naming what it covers; the
+    // head dims it keeps get the fake-pointer status again.
+    assert!(
+        lines[7].starts_with("2 ")
+            && lines[7].contains("no backward kernel for head dim 256 in bf16")
+            && lines[7].contains("(it has D64, D96, D128)"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[8], lines[1], "{lines:?}");
+    assert_eq!(lines.len(), 9, "{lines:?}");
 }
 
 #[test]

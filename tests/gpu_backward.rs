@@ -2,8 +2,10 @@
 //! integration gpu_backward`): `evo_attention.sdpa` under autograd, evo's forward with the
 //! log-sum-exp and its backward kernel, against torch SDPA's gradients on the same
 //! inputs, both measured against a float64 reference (scripts/backward_check.py: f16 and
-//! bf16, causal or not, grouped heads, Lq != Lk, odd lengths; D256's fallback). Needs
-//! NVRTC and python3 with torch on CUDA (else skipped, saying so).
+//! bf16, causal or not, grouped heads, Lq != Lk, odd lengths, every head dim of the
+//! recorded table's backward, D256 included; and the fallback to torch's gradient of a
+//! copy of the export without D256's backward entry). Needs NVRTC and python3 with torch
+//! on CUDA (else skipped, saying so).
 
 use crate::util::{export_champions, repo_root, stderr, stdout};
 use std::process::Command;

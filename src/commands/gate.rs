@@ -35,7 +35,8 @@ pub struct GateArgs {
     /// Hand-written kernel files under kernels/ABI.md (repeatable).
     #[arg(long = "source", value_name = "FILE.cu")]
     pub sources: Vec<PathBuf>,
-    /// Also gate N genomes drawn uniformly from the valid space (valid at D64 and D128).
+    /// Also gate N genomes drawn uniformly from the valid space (valid at D64 and D128;
+    /// with a backward --family, at D128).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub sample: usize,
     /// Draw the --sample genomes from one kernel family only.

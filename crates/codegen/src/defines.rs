@@ -7,8 +7,8 @@
 //! and snapshots are stable.
 
 use evo_genome::{
-    rules::hopper_bwd_block_n, DqMode, Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad, KvLoad,
-    Math, OStore, Overlap, Residence, SmemLayout, SmemPlan, Switch, WgSplit,
+    rules::hopper_bwd_block_n, DkvSplit, DqMode, Dtype, ExpFn, Family, Genome, HeadDim, HopperLoad,
+    KvLoad, Math, OStore, Overlap, Residence, SmemLayout, SmemPlan, Switch, WgSplit,
 };
 use std::fmt;
 
@@ -225,7 +225,10 @@ fn bwd_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
 
 /// The macros of the Hopper backward template (`kernels/attention_bwd_sm90.cu`; kernels/
 /// ABI.md, "The Hopper backward template"), every one always defined: `EVO_BLOCK_N` is 64
-/// per consumer warpgroup; `dq_mode` is two flags (`EVO_DQ_SEPARATE`, and `EVO_DQ_BULK`
+/// per consumer warpgroup, or per pair of them with `dkv_split = "columns"`
+/// (`EVO_DKV_COLUMNS = 1`: each warpgroup of a pair holds dK and dV of half the
+/// columns; the template asserts `EVO_BLOCK_N == 64 * EVO_CONSUMER_WGS / (1 +
+/// EVO_DKV_COLUMNS)`); `dq_mode` is two flags (`EVO_DQ_SEPARATE`, and `EVO_DQ_BULK`
 /// for `tma_reduce`'s bulk reduce-adds); the two kernels' plans, which the template
 /// `static_assert`s. `exp2_fma` writes `EVO_EXP2 = 2`, which the template refuses as the
 /// rule `hopper_bwd_exp` does first. The template's measurement switch `EVO_BENCH_SKIP`
@@ -236,7 +239,7 @@ fn hopper_bwd_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ExpFn::Exp2 => 1,
         ExpFn::Exp2Fma => 2,
     };
-    let list: [(&str, u32); 12] = [
+    let list: [(&str, u32); 13] = [
         ("EVO_HEAD_DIM", head_dim.get()),
         ("EVO_BF16", u32::from(dtype == Dtype::Bf16)),
         ("EVO_BLOCK_N", hopper_bwd_block_n(g)),
@@ -247,6 +250,10 @@ fn hopper_bwd_defines(g: &Genome, head_dim: HeadDim, dtype: Dtype) -> Defines {
         ("EVO_DQ_SEPARATE", u32::from(g.dq_mode == DqMode::Separate)),
         ("EVO_DQ_BULK", u32::from(g.dq_mode == DqMode::TmaReduce)),
         ("EVO_PRODUCER_REGS", g.producer_regs.get()),
+        (
+            "EVO_DKV_COLUMNS",
+            u32::from(g.dkv_split == DkvSplit::Columns),
+        ),
         (
             "EVO_SMEM_BYTES",
             SmemPlan::hopper_bwd_main(g, head_dim).total(),

@@ -373,6 +373,44 @@ fn backward_genomes_build_their_template_for_plain_sm_89_and_sm_90() {
     assert_eq!(d.get("EVO_SPLIT_KV"), None);
 }
 
+#[test]
+fn fa3_bwd_d256_defines_split_by_columns() {
+    // Two warpgroups share 64 keys (EVO_BLOCK_N = 64 x 2 / 2); main: K, V 2*64*256*2 =
+    // 65536; Q, dO 1 stage * 2*64*256*2 = 65536; dS^T and P^T 4*64*64*2 = 32768; dQ
+    // staging 2 warpgroups * 2 units * 16384 = 65536; lse, dpsum 2*64*4 = 512; barriers
+    // 256 and alignment 1024.
+    let text = include_str!("../../../genomes/fa3-bwd-d256.toml");
+    let g = GenomeFile::from_toml_str(text, Path::new("genomes/fa3-bwd-d256.toml"))
+        .expect("genomes/fa3-bwd-d256.toml parses")
+        .genes;
+    let expected = pairs(&[
+        ("EVO_HEAD_DIM", "256"),
+        ("EVO_BF16", "0"),
+        ("EVO_BLOCK_N", "64"),
+        ("EVO_BLOCK_M", "64"),
+        ("EVO_CONSUMER_WGS", "2"),
+        ("EVO_STAGES", "1"),
+        ("EVO_EXP2", "1"),
+        ("EVO_DQ_SEPARATE", "0"),
+        ("EVO_DQ_BULK", "1"),
+        ("EVO_PRODUCER_REGS", "32"),
+        ("EVO_DKV_COLUMNS", "1"),
+        ("EVO_SMEM_BYTES", "231168"),
+        ("EVO_DQ_SMEM_BYTES", "0"),
+    ]);
+    assert_eq!(defines(&g, HeadDim::D256, Dtype::F16), expected);
+    // Split by keys: 64 keys per warpgroup, the flag off.
+    let keys = Genome {
+        dkv_split: evo_genome::DkvSplit::Keys,
+        ..g
+    };
+    let d = defines(&keys, HeadDim::D128, Dtype::F16);
+    assert_eq!(
+        (d.get("EVO_BLOCK_N"), d.get("EVO_DKV_COLUMNS")),
+        (Some("128"), Some("0"))
+    );
+}
+
 fn missing_message(paths: &[SearchPath]) -> String {
     match Toolchain::discover_in(paths) {
         Err(e @ CodegenError::ToolchainMissing { .. }) => e.to_string(),

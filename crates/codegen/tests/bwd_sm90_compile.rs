@@ -57,12 +57,13 @@ fn the_family_builds_the_hopper_backward_template_for_sm_90a() {
         ("EVO_DQ_SEPARATE", "0"),
         ("EVO_DQ_BULK", "1"),
         ("EVO_PRODUCER_REGS", "32"),
+        ("EVO_DKV_COLUMNS", "0"),
         ("EVO_SMEM_BYTES", "232192"),
         ("EVO_DQ_SMEM_BYTES", "0"),
     ] {
         assert_eq!(d.get(name), Some(value), "{name}");
     }
-    assert_eq!(d.0.len(), 12);
+    assert_eq!(d.0.len(), 13);
     assert_eq!(d.get("EVO_BENCH_SKIP"), None);
 }
 

@@ -139,9 +139,10 @@ fn source_folder(path: &str) -> std::path::PathBuf {
     }
 }
 
-/// `n` genomes drawn uniformly from the valid space at both head dims (rejection
-/// sampling from the D64-valid ones), of one family or of both, named
-/// `sampleNNN-<id>`, reproducible from `seed`.
+/// `n` genomes drawn uniformly from the valid space, of one family or of all, named
+/// `sampleNNN-<id>`, reproducible from `seed`. A forward genome is valid at D64 and D128
+/// (rejection sampling from the D64-valid ones); a backward family's, at D128 (its
+/// split of dK and dV by columns has no D64 form, and is what makes D256 possible).
 pub fn sample_sources(
     n: usize,
     seed: u64,
@@ -152,6 +153,9 @@ pub fn sample_sources(
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let draw = |rng: &mut rand_chacha::ChaCha8Rng| match family {
         None => Some(evo_genome::space::sample_valid(rng, HeadDim::D64, target)),
+        Some(f) if f.pass() == Pass::Backward => {
+            evo_genome::space::sample_valid_in(rng, f, HeadDim::D128, target)
+        }
         Some(f) => evo_genome::space::sample_valid_in(rng, f, HeadDim::D64, target),
     };
     let mut out = Vec::with_capacity(n);

@@ -4,9 +4,9 @@
 //! [`Genome::with_allele`]). The typed genes themselves are in [`crate::genes`].
 
 use crate::genes::{
-    BlockN, ConsumerWgs, DqMode, ExpFn, Family, Genome, HopperLoad, KvLoad, Math, MinBlocks,
-    OStore, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages,
-    Switch, Tile, VecBytes, Warps, WgSplit,
+    BlockN, ConsumerWgs, DkvSplit, DqMode, ExpFn, Family, Genome, HopperLoad, KvLoad, Math,
+    MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout,
+    SplitKv, Stages, Switch, Tile, VecBytes, Warps, WgSplit,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -43,10 +43,11 @@ pub enum Gene {
     OStore,
     WgSplit,
     DqMode,
+    DkvSplit,
 }
 
 /// Number of genes.
-pub const GENES: usize = 28;
+pub const GENES: usize = 29;
 
 impl Gene {
     /// All genes in canonical order.
@@ -79,6 +80,7 @@ impl Gene {
         Gene::OStore,
         Gene::WgSplit,
         Gene::DqMode,
+        Gene::DkvSplit,
     ];
 
     /// The field name used in TOML and reports.
@@ -112,6 +114,7 @@ impl Gene {
             Gene::OStore => "o_store",
             Gene::WgSplit => "wg_split",
             Gene::DqMode => "dq_mode",
+            Gene::DkvSplit => "dkv_split",
         }
     }
 
@@ -141,6 +144,7 @@ impl Gene {
                 | Gene::OStore
                 | Gene::WgSplit
                 | Gene::DqMode
+                | Gene::DkvSplit
         )
     }
 
@@ -155,7 +159,8 @@ impl Gene {
     /// there (consumer warpgroups, setmaxnreg, stages, exp) and block_m (the query rows of
     /// a step); its keys per CTA are 64 per consumer warpgroup, so block_n is no gene of
     /// it, and its producer streams Q and dO with cp.async (no load gene, no Hopper
-    /// forward scheduling gene).
+    /// forward scheduling gene); `dkv_split` (keys per warpgroup, or per pair of them each
+    /// holding half the columns of dK and dV) is its own.
     pub fn applies(self, family: Family) -> bool {
         let forward = family.pass() == crate::Pass::Forward;
         match self {
@@ -174,6 +179,7 @@ impl Gene {
             | Gene::OStore
             | Gene::WgSplit => family == Family::Hopper,
             Gene::DqMode => !forward,
+            Gene::DkvSplit => family == Family::HopperBwd,
             Gene::BlockM => family != Family::Hopper,
             Gene::Warps
             | Gene::KvLoad
@@ -235,6 +241,7 @@ impl Gene {
             Gene::OStore => labels(OStore::ALL),
             Gene::WgSplit => labels(WgSplit::ALL),
             Gene::DqMode => labels(DqMode::ALL),
+            Gene::DkvSplit => labels(DkvSplit::ALL),
         }
     }
 }
@@ -283,6 +290,7 @@ impl Genome {
             Gene::OStore => index_of(OStore::ALL, &self.o_store),
             Gene::WgSplit => index_of(WgSplit::ALL, &self.wg_split),
             Gene::DqMode => index_of(DqMode::ALL, &self.dq_mode),
+            Gene::DkvSplit => index_of(DkvSplit::ALL, &self.dkv_split),
         }
     }
 
@@ -321,6 +329,7 @@ impl Genome {
             Gene::OStore => g.o_store = OStore::ALL[index],
             Gene::WgSplit => g.wg_split = WgSplit::ALL[index],
             Gene::DqMode => g.dq_mode = DqMode::ALL[index],
+            Gene::DkvSplit => g.dkv_split = DkvSplit::ALL[index],
         }
         g
     }

@@ -139,7 +139,8 @@ categorical! {
         AmpereBwd => "ampere_bwd",
         /// `kernels/attention_bwd_sm90.cu`: the backward pass, FlashAttention-3's design:
         /// wgmma, a producer warpgroup streaming Q and dO through an mbarrier ring, 64 keys
-        /// (and their dK, dV in registers) per consumer warpgroup, setmaxnreg (sm_90a only).
+        /// (and their dK, dV in registers) per consumer warpgroup, or per pair of them
+        /// each holding half the columns ([`DkvSplit`]), setmaxnreg (sm_90a only).
         HopperBwd => "hopper_bwd",
     }
 }
@@ -214,9 +215,10 @@ numeric! {
 /// silently defaulted would make two kernels look the same); a Hopper genome lists
 /// the genes of its family and may leave out the Ampere-only ones, which do not shape
 /// its kernel and take their baseline values; so does a backward (`ampere_bwd`,
-/// `hopper_bwd`) genome, whose `dq_mode` may be left out too. That is the records' form (evaluations
-/// and lineages leave genes at their default out); a genome FILE a person writes is
-/// held to every gene of its family and no other ([`crate::GenomeFile`]).
+/// `hopper_bwd`) genome, whose `dq_mode` (and `dkv_split`) may be left out too. That is
+/// the records' form (evaluations and lineages leave genes at their default out); a
+/// genome FILE a person writes is held to every gene of its family and no other
+/// ([`crate::GenomeFile`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, try_from = "crate::raw::RawGenome")]
 pub struct Genome {
@@ -287,6 +289,9 @@ pub struct Genome {
     /// Backward: how dQ is summed over the key blocks ([`DqMode`]).
     #[serde(default, skip_serializing_if = "is_default")]
     pub dq_mode: DqMode,
+    /// Hopper backward: what a consumer warpgroup's dK and dV cover ([`DkvSplit`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub dkv_split: DkvSplit,
 }
 
 // The gene macros own the enum's derives; its default is the value a file written
@@ -367,6 +372,29 @@ categorical! {
 impl Default for WgSplit {
     fn default() -> WgSplit {
         WgSplit::Rows
+    }
+}
+
+categorical! {
+    /// Hopper backward: how the consumer warpgroups share the CTA's keys and the columns
+    /// of their dK and dV.
+    DkvSplit {
+        /// Each warpgroup owns 64 keys and holds their dK and dV over every stored
+        /// column in its registers (block_n = 64 x consumer_wgs).
+        Keys => "keys",
+        /// The warpgroups work in pairs on 64 keys: each computes Sᵀ and dPᵀ for half of
+        /// the step's query rows, leaves Pᵀ and dSᵀ in shared memory, and after the
+        /// consumers' barrier holds dK and dV of half the stored columns
+        /// (FlashAttention-3's D256 layout; block_n = 64 x consumer_wgs / 2).
+        Columns => "columns",
+    }
+}
+
+// The enum's derives are the `categorical!` macro's, which has no `Default`.
+#[allow(clippy::derivable_impls)]
+impl Default for DkvSplit {
+    fn default() -> DkvSplit {
+        DkvSplit::Keys
     }
 }
 
@@ -562,6 +590,7 @@ impl Genome {
             o_store: OStore::Staged,
             wg_split: WgSplit::Rows,
             dq_mode: DqMode::Atomic,
+            dkv_split: DkvSplit::Keys,
         }
     }
 }

@@ -23,9 +23,9 @@ pub mod target;
 
 pub use file::{from_toml, GenomeError, GenomeFile, TomlError};
 pub use genes::{
-    BlockN, ConsumerWgs, DqMode, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math, MinBlocks,
-    OStore, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout, SplitKv, Stages,
-    Switch, Tile, VecBytes, Warps, WgSplit, GENES,
+    BlockN, ConsumerWgs, DkvSplit, DqMode, ExpFn, Family, Gene, Genome, HopperLoad, KvLoad, Math,
+    MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps, RegCap, Residence, SmemLayout,
+    SplitKv, Stages, Switch, Tile, VecBytes, Warps, WgSplit, GENES,
 };
 pub use pass::Pass;
 pub use problem::{Dtype, HeadDim, MaskAlign, MaskArgs, Problem, MAX_DIM, SPEC_FORM};
@@ -40,7 +40,8 @@ pub use target::Target;
 /// genomes that are the same kernel share an id; an Ampere genome hashes its 16
 /// genes without naming the family, which keeps every id recorded before the Hopper
 /// family existed. The other families hash `family=...;`, and only the backward families
-/// have `dq_mode`, so no forward id changed when the backward genes came.
+/// have `dq_mode`, so no forward id changed when the backward genes came; `dkv_split`
+/// is hashed only when it is `columns`, so no backward id changed when it came.
 #[derive(
     Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -68,6 +69,7 @@ impl Genome {
                 Gene::ClusterCombine => self.cluster_combine == Switch::Off,
                 Gene::OStore => self.o_store == OStore::Staged,
                 Gene::WgSplit => self.wg_split == WgSplit::Rows,
+                Gene::DkvSplit => self.dkv_split == DkvSplit::Keys,
                 _ => false,
             };
             if implied {
@@ -101,18 +103,24 @@ impl Genome {
     /// for the Hopper family `hopper wgmma 128x128 wg2 tma s2 exp2 split1 regs:24`, for
     /// the backward `ampere_bwd 128x64 w8 cp_async s2 swizzled v16 exp2 dq:atomic cap:none
     /// mb1` (keys per CTA x query rows per step), for the Hopper backward `hopper_bwd
-    /// 128x64 wg2 s3 exp2 dq:atomic regs:32`.
+    /// 128x64 wg2 s3 exp2 dq:atomic regs:32` (with ` split:columns` after it when the
+    /// warpgroups split the columns of dK and dV).
     pub fn summary(&self) -> String {
         if self.family == Family::HopperBwd {
             return format!(
-                "hopper_bwd {}x{} wg{} s{} {} dq:{} regs:{}",
+                "hopper_bwd {}x{} wg{} s{} {} dq:{} regs:{}{}",
                 rules::hopper_bwd_block_n(self),
                 self.block_m,
                 self.consumer_wgs,
                 self.stages,
                 self.exp,
                 self.dq_mode,
-                self.allele_label(Gene::ProducerRegs)
+                self.allele_label(Gene::ProducerRegs),
+                if self.dkv_split == DkvSplit::Columns {
+                    " split:columns"
+                } else {
+                    ""
+                }
             );
         }
         if self.family == Family::AmpereBwd {

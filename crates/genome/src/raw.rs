@@ -2,9 +2,9 @@
 //! must be present; [`Genome`] is read through it.
 
 use crate::genes::{
-    producer_regs_serde, reg_cap_serde, BlockN, ConsumerWgs, DqMode, ExpFn, Family, Gene, Genome,
-    HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps, RegCap,
-    Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps, WgSplit,
+    producer_regs_serde, reg_cap_serde, BlockN, ConsumerWgs, DkvSplit, DqMode, ExpFn, Family, Gene,
+    Genome, HopperLoad, KvLoad, Math, MinBlocks, OStore, Overlap, ProducerRegs, ProducerWarps,
+    RegCap, Residence, SmemLayout, SplitKv, Stages, Switch, Tile, VecBytes, Warps, WgSplit,
 };
 use serde::Deserialize;
 
@@ -52,6 +52,8 @@ pub(crate) struct RawGenome {
     wg_split: WgSplit,
     #[serde(default)]
     dq_mode: DqMode,
+    #[serde(default)]
+    dkv_split: DkvSplit,
 }
 
 #[derive(Deserialize)]
@@ -124,6 +126,7 @@ impl TryFrom<RawGenome> for Genome {
             o_store: r.o_store,
             wg_split: r.wg_split,
             dq_mode: r.dq_mode,
+            dkv_split: r.dkv_split,
         })
     }
 }

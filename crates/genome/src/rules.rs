@@ -61,10 +61,15 @@ pub enum Rule {
     /// The bulk reduce-add of `dq_mode = "tma_reduce"` is an sm_90 instruction that only
     /// the Hopper backward template uses.
     TmaReduceNeedsHopperBwd,
+    /// Hopper backward, `dkv_split = "columns"`: the consumer warpgroups work in pairs.
+    HopperBwdDkvPairs,
+    /// Hopper backward, `dkv_split = "columns"`: each half of the stored columns is whole
+    /// 64-column blocks.
+    HopperBwdDkvColumns,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 19] = [
+    pub const ALL: [Rule; 21] = [
         Rule::PRegsNeedsMma,
         Rule::ORegsNeedsKnownLayout,
         Rule::SwizzleNeedsAddressedLoads,
@@ -84,6 +89,8 @@ impl Rule {
         Rule::HopperBwdBlockM,
         Rule::HopperBwdExp,
         Rule::TmaReduceNeedsHopperBwd,
+        Rule::HopperBwdDkvPairs,
+        Rule::HopperBwdDkvColumns,
     ];
 
     pub fn name(self) -> &'static str {
@@ -107,6 +114,8 @@ impl Rule {
             Rule::HopperBwdBlockM => "hopper_bwd_block_m",
             Rule::HopperBwdExp => "hopper_bwd_exp",
             Rule::TmaReduceNeedsHopperBwd => "tma_reduce_needs_hopper_bwd",
+            Rule::HopperBwdDkvPairs => "hopper_bwd_dkv_pairs",
+            Rule::HopperBwdDkvColumns => "hopper_bwd_dkv_columns",
         }
     }
 
@@ -201,6 +210,20 @@ impl Rule {
                  reduce-add (cp.reduce.async.bulk), an sm_90 instruction; the ampere_bwd \
                  family is mma.sync code built for sm_80 and sm_89 too, which have no bulk \
                  copies, so it adds dQ with red.global (atomic) or not at all (separate)"
+            }
+            Rule::HopperBwdDkvPairs => {
+                "dkv_split = \"columns\" has two consumer warpgroups share 64 keys, each \
+                 computing Sᵀ and dPᵀ for half the step's query rows and holding dK and dV \
+                 of half the columns: the warpgroups work in pairs, and one consumer \
+                 warpgroup has no partner while a third would be left alone"
+            }
+            Rule::HopperBwdDkvColumns => {
+                "dkv_split = \"columns\" gives each warpgroup of a pair half the stored \
+                 columns of dK and dV, the N of its wgmmas, whose B operands (Q, dO) \
+                 wgmma's descriptors address in whole 64-column blocks of the 128-byte \
+                 swizzle: each half must be whole blocks, so the stored columns a \
+                 multiple of 128 (D96 stored as 128, D128, D256); at D64 a half would be \
+                 32 columns, half a block, where no descriptor can start"
             }
         }
     }

@@ -3,11 +3,13 @@
 //! A genome is counted once per kernel: in its canonical form, with the genes that do
 //! not apply to its family at their baseline ([`Genome::canonical`]). Only the
 //! *structural* genes (family, math, residence, tiles, warps, consumer warpgroups,
-//! stages, layout, the persistent grid, chained overlap, the split, the cluster
-//! merge, O's store path and what the consumer warpgroups split) take part in the rules; the others (producer warps, load kinds, vector width,
-//! exp, register cap, min blocks, packed grouped heads) never change validity. Counting therefore walks the structural product of each family
-//! and multiplies by that family's free product; a test checks the independence
-//! claim on random genomes. One gene is structural in one family only: `exp` in
+//! stages, layout, the persistent grid, chained overlap, the split, the cluster merge,
+//! O's store path, what the consumer warpgroups split, and the backward's dQ mode and
+//! dK/dV split) take part in the rules; the others (producer warps, load kinds, vector
+//! width, exp, register cap, min blocks, packed grouped heads) never change validity.
+//! Counting therefore walks the structural product of each family and multiplies by
+//! that family's free product; a test checks the independence claim on random genomes.
+//! One gene is structural in one family only: `exp` in
 //! `hopper_bwd`, whose template has no polynomial exponential ([`structural_in`]).
 //!
 //! Every space is of one [`Pass`]: the forward families or the backward ones, never
@@ -22,7 +24,7 @@ use crate::target::Target;
 use rand::Rng;
 
 /// Genes that appear in at least one validity rule.
-pub const STRUCTURAL: [Gene; 20] = [
+pub const STRUCTURAL: [Gene; 21] = [
     Gene::Family,
     Gene::WgSplit,
     Gene::OStore,
@@ -43,6 +45,7 @@ pub const STRUCTURAL: [Gene; 20] = [
     Gene::Stages,
     Gene::SmemLayout,
     Gene::DqMode,
+    Gene::DkvSplit,
 ];
 
 /// Genes no rule reads (of the forward, and of every family but `hopper_bwd`, whose

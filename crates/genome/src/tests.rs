@@ -75,9 +75,10 @@ fn every_gene_has_the_alleles_of_the_design() {
     assert_eq!(labels(Gene::OStore), "staged,direct,tma");
     assert_eq!(labels(Gene::WgSplit), "rows,keys");
     assert_eq!(labels(Gene::DqMode), "atomic,separate,tma_reduce");
+    assert_eq!(labels(Gene::DkvSplit), "keys,columns");
     // The forward's product: the 16 Ampere genes' (859,963,392: 16 block_n, 3 exp and
     // 6 split_kv alleles) times the 11 added forward genes' (2 forward families x 3 x 3
-    // x 4 x 2 x 3 x 2 x 2 x 2 x 3 x 2); `dq_mode` shapes no forward kernel.
+    // x 4 x 2 x 3 x 2 x 2 x 2 x 3 x 2); `dq_mode` and `dkv_split` shape no forward kernel.
     assert_eq!(total_size_of_product(), 859_963_392 * 20736);
 }
 
@@ -453,7 +454,20 @@ fn named_genomes_load_and_are_valid_for_their_shapes() {
             // the seeds' 64x64 smem tiles at D=128 exceed the L4's 99 KB, as they would in CUDA.
             // Hopper genomes run on sm_90 only (the device rule fails first; a Hopper
             // backward's plan exceeds the L4's 99 KiB besides).
+            // A Hopper backward split by columns (fa3-bwd-d256) runs where each half of
+            // the columns is whole 64-column blocks: D128 and D256, never D64.
             let hopper = matches!(file.genes.family, Family::Hopper | Family::HopperBwd);
+            if file.genes.dkv_split == DkvSplit::Columns {
+                for d in [HeadDim::D128, HeadDim::D256] {
+                    let v = file.genes.violations(d, Target::Sm90);
+                    assert!(v.is_empty(), "{}: {v:?}", path.display());
+                }
+                let v = file.genes.violations(HeadDim::D64, Target::Sm90);
+                assert_eq!(v.len(), 1, "{}: {v:?}", path.display());
+                assert_eq!(v[0].rule, Rule::HopperBwdDkvColumns);
+                names.push(file.name);
+                continue;
+            }
             for (d, t) in [
                 (HeadDim::D64, Target::Sm89),
                 (HeadDim::D64, Target::Sm90),

@@ -23,9 +23,14 @@ fn repo() -> PathBuf {
 /// The stdout of `script` run by python3 with the export's Python module importable and
 /// the export folder `export` as its argument; the script must succeed.
 fn python_stdout(script: &str, export: &Path) -> String {
+    python_stdout_of(script, &[export])
+}
+
+/// [`python_stdout`] with the export folders `exports` as its arguments, in order.
+fn python_stdout_of(script: &str, exports: &[&Path]) -> String {
     let o = Command::new("python3")
         .args(["-c", script])
-        .arg(export)
+        .args(exports)
         .env("PYTHONPATH", repo().join("crates/runtime/python"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
@@ -359,9 +364,10 @@ fn lse_calls_run_the_twin_and_an_export_without_twins_refuses_them() {
     }
     .unwrap_err();
     assert!(matches!(e, RuntimeError::Unsupported(_)), "{e}");
-    // The Python module runs such an export's forward, and falls back for the gradient.
+    // The Python module runs such an export's forward, and falls back for the gradient
+    // (the script's both exports are this one).
     let got: serde_json::Value =
-        serde_json::from_str(&python_stdout(DECIDE_SCRIPT, dir.path())).unwrap();
+        serde_json::from_str(&python_stdout_of(DECIDE_SCRIPT, &[dir.path(), dir.path()])).unwrap();
     assert_eq!(got["forward"][0], "forward");
     assert_eq!(got["autograd"][0], "fallback");
     assert_eq!(got["autograd"][1], "backward");
@@ -405,9 +411,33 @@ fn the_python_module_picks_the_same_by_hand() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// The backward by head dim and dtype: the recorded table's D64, D96 and D128 in both
-/// dtypes; D256 (no backward genome fits there) and an export written before the
-/// backward are UNSUPPORTED with a message, before any GPU is touched.
+/// Writes the export's manifest again with `edit` applied to its JSON.
+fn edit_manifest(
+    export: &Path,
+    edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
+) {
+    let path = export.join(MANIFEST_FILE);
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(json.as_object_mut().unwrap());
+    std::fs::write(&path, json.to_string()).unwrap();
+}
+
+/// Drops the manifest's backward entry of head dim `d` (which it must have), as an
+/// export of a table without one would be.
+fn drop_backward(export: &Path, d: u32) {
+    edit_manifest(export, |m| {
+        let backward = m["backward"].as_array_mut().unwrap();
+        let before = backward.len();
+        backward.retain(|b| b["head_dim"] != d);
+        assert_eq!(backward.len(), before - 1, "one backward entry of D{d}");
+    });
+}
+
+/// The backward by head dim and dtype: the recorded table's D64, D96, D128 and D256 in
+/// both dtypes; a head dim the export has no backward entry for (D256's dropped from the
+/// manifest) and an export written before the backward are UNSUPPORTED with a message,
+/// before any GPU is touched.
 #[test]
 fn the_backward_is_chosen_by_head_dim_and_a_missing_one_is_unsupported() {
     let dir = tempfile::tempdir().unwrap();
@@ -418,11 +448,11 @@ fn the_backward_is_chosen_by_head_dim_and_a_missing_one_is_unsupported() {
             .iter()
             .map(|b| b.head_dim)
             .collect::<Vec<_>>(),
-        [64, 96, 128],
+        [64, 96, 128, 256],
         "the recorded table's backward entries"
     );
     let export = Export::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-    for d in [64, 96, 128] {
+    for d in [64, 96, 128, 256] {
         for dtype in Dtype::ALL {
             let p: Problem = format!("2,8,300,300,{d},{dtype},causal,kv=2")
                 .parse()
@@ -431,16 +461,27 @@ fn the_backward_is_chosen_by_head_dim_and_a_missing_one_is_unsupported() {
                 .choose_backward(&p)
                 .unwrap_or_else(|e| panic!("{p}: {e}"));
             assert_eq!((entry.head_dim, kernel.dtype), (d, dtype));
-            assert!(entry.origin.contains("fa3-bwd"), "{}", entry.origin);
+            // D64 and D128 were searched from fa3-bwd, D96 is their champion; D256 has
+            // a search of its own (over every valid D256 backward genome).
+            let from = if d == 256 { "search" } else { "fa3-bwd" };
+            assert!(entry.origin.contains(from), "D{d}: {}", entry.origin);
         }
     }
+
+    // An export without D256's backward entry: UNSUPPORTED, naming what it covers.
+    drop_backward(dir.path(), 256);
+    let export = Export::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
     let d256: Problem = "1,16,4096,4096,256,bf16,causal,kv=8".parse().unwrap();
+    assert!(
+        export.choose(&d256).is_ok(),
+        "D256 keeps its forward champion"
+    );
     let e = export.choose_backward(&d256).unwrap_err();
     assert!(
         matches!(e, RuntimeError::Unsupported(_))
             && e.to_string()
-                .contains("no backward kernel for head dim 256")
-            && e.to_string().contains("D64, D96, D128"),
+                .contains("no backward kernel for head dim 256 in bf16")
+            && e.to_string().contains("(it has D64, D96, D128)"),
         "{e}"
     );
     // Through the runtime's call: refused before the pointers or a GPU are looked at.
@@ -448,14 +489,17 @@ fn the_backward_is_chosen_by_head_dim_and_a_missing_one_is_unsupported() {
     // SAFETY: the call is refused before any pointer or stream is used.
     let e = unsafe { champions.backward(&d256, &BwdBuffers::default(), std::ptr::null_mut()) }
         .unwrap_err();
-    assert!(matches!(e, RuntimeError::Unsupported(_)), "{e}");
+    assert!(
+        matches!(e, RuntimeError::Unsupported(_))
+            && e.to_string()
+                .contains("no backward kernel for head dim 256"),
+        "{e}"
+    );
 
     // A manifest written before the backward (no `backward` key) still opens; it has none.
-    let path = dir.path().join(MANIFEST_FILE);
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    json.as_object_mut().unwrap().remove("backward");
-    std::fs::write(&path, json.to_string()).unwrap();
+    edit_manifest(dir.path(), |m| {
+        m.remove("backward");
+    });
     let old = Export::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
     let p: Problem = "1,8,512,512,64,f16".parse().unwrap();
     assert!(old.manifest().backward.is_empty());
@@ -465,14 +509,16 @@ fn the_backward_is_chosen_by_head_dim_and_a_missing_one_is_unsupported() {
 
 /// The Python module's decision, without torch: the champion's forward without grad,
 /// the differentiable call under autograd where a backward kernel covers the head dim
-/// and dtype, torch's fallback (with the reason) where none does or the call is not
-/// covered at all, and the strict call refusing tensors that require grad.
+/// and dtype, torch's fallback (with the reason) where none does (the second export,
+/// the first without D256's backward entry) or the call is not covered at all, and the
+/// strict call refusing tensors that require grad.
 const DECIDE_SCRIPT: &str = r#"
 import json, sys
 import evo_attention
 from evo_attention.dispatch import Manifest
 assert "torch" not in sys.modules, "importing evo_attention imported torch"
 m = Manifest(sys.argv[1])
+no_d256 = Manifest(sys.argv[2])
 
 def call(d=64, dtype="torch.bfloat16", grad=False, cuda=True, contiguous=True, h=8, hkv=8, gqa=False):
     return {
@@ -492,9 +538,14 @@ cases = {
     "forward": evo_attention._decide(m, call()),
     "autograd": evo_attention._decide(m, call(grad=True)),
     "autograd_gqa_f16_d128": evo_attention._decide(m, call(d=128, dtype="torch.float16", grad=True, h=16, hkv=4, gqa=True)),
-    "no_backward_d256": evo_attention._decide(m, call(d=256, grad=True)),
-    "forward_d256": evo_attention._decide(m, call(d=256)),
+    "autograd_d256": evo_attention._decide(m, call(d=256, grad=True)),
+    "autograd_d256_f16": evo_attention._decide(m, call(d=256, dtype="torch.float16", grad=True)),
     "asked_grad_d256": evo_attention._decide(m, call(d=256), grad="yes"),
+    "forward_d256": evo_attention._decide(m, call(d=256)),
+    "no_backward_d256": evo_attention._decide(no_d256, call(d=256, grad=True)),
+    "no_backward_forward_d256": evo_attention._decide(no_d256, call(d=256)),
+    "no_backward_asked_grad_d256": evo_attention._decide(no_d256, call(d=256), grad="yes"),
+    "no_backward_d64": evo_attention._decide(no_d256, call(d=64, grad=True)),
     "asked_no_grad": evo_attention._decide(m, call(grad=True), grad="no"),
     "strict_refuses_grad": evo_attention._decide(m, call(grad=True), grad="refuse"),
     "cpu": evo_attention._decide(lambda: 1 / 0, call(cuda=False, grad=True)),
@@ -509,28 +560,43 @@ print(json.dumps(cases))
 fn the_python_module_decides_between_champion_autograd_and_fallback() {
     let dir = tempfile::tempdir().unwrap();
     fake_export(dir.path());
-    let got: serde_json::Value =
-        serde_json::from_str(&python_stdout(DECIDE_SCRIPT, dir.path())).unwrap();
+    let no_d256 = tempfile::tempdir().unwrap();
+    fake_export(no_d256.path());
+    drop_backward(no_d256.path(), 256);
+    let got: serde_json::Value = serde_json::from_str(&python_stdout_of(
+        DECIDE_SCRIPT,
+        &[dir.path(), no_d256.path()],
+    ))
+    .unwrap();
     let mode = |case: &str| got[case][0].as_str().unwrap_or_default().to_string();
     let kind = |case: &str| got[case][1].as_str().unwrap_or_default().to_string();
     let message = |case: &str| got[case][2].as_str().unwrap_or_default().to_string();
     assert_eq!(mode("forward"), "forward");
     assert_eq!(mode("autograd"), "autograd");
     assert_eq!(mode("autograd_gqa_f16_d128"), "autograd");
-    assert_eq!(
-        mode("forward_d256"),
-        "forward",
-        "D256 has a forward champion"
-    );
+    // The recorded table has a backward at D256 too.
+    for case in ["autograd_d256", "autograd_d256_f16", "asked_grad_d256"] {
+        assert_eq!(mode(case), "autograd", "{case}: {}", message(case));
+    }
     assert_eq!(mode("asked_no_grad"), "forward");
-    for case in ["no_backward_d256", "asked_grad_d256"] {
+    // Without a head dim's backward entry: its forward still runs the champion, its
+    // gradient falls back to torch saying what the export covers; the others are kept.
+    for case in ["forward_d256", "no_backward_forward_d256"] {
+        assert_eq!(mode(case), "forward", "{case}: D256 has a forward champion");
+    }
+    assert_eq!(mode("no_backward_d64"), "autograd");
+    for case in ["no_backward_d256", "no_backward_asked_grad_d256"] {
         assert_eq!(
             (mode(case), kind(case)),
-            ("fallback".into(), "backward".into())
+            ("fallback".into(), "backward".into()),
+            "{case}"
         );
         assert!(
             message(case).contains("head dim 256 in bf16")
-                && message(case).contains("D64 (bf16, f16), D96 (bf16, f16), D128 (bf16, f16)"),
+                && message(case).contains(
+                    "backward kernels cover D64 (bf16, f16), D96 (bf16, f16), D128 (bf16, f16)"
+                )
+                && !message(case).contains("D256 ("),
             "{}",
             message(case)
         );

@@ -21,7 +21,7 @@ pub type Job = (Genome, HeadDim, Dtype, Target);
 /// The split count is left out: its six alleles would make every Hopper cell's pairs
 /// (6 x 4 with producer_regs) cost more compiles than its sixteen block_n alleles do,
 /// and its one path switch (one split or several) is paired through the cluster merge.
-const PATH_GENES: [Gene; 14] = [
+const PATH_GENES: [Gene; 15] = [
     Gene::QkMath,
     Gene::PvMath,
     Gene::PPath,
@@ -36,6 +36,7 @@ const PATH_GENES: [Gene; 14] = [
     Gene::Pingpong,
     Gene::ProducerRegs,
     Gene::DqMode,
+    Gene::DkvSplit,
 ];
 
 /// Candidates scored per greedy pick: the cell's valid genomes evenly strided. Scoring

@@ -84,7 +84,8 @@ fn the_backward_family_has_its_own_genes() {
         [Family::AmpereBwd, Family::HopperBwd]
     );
     assert!(!Pass::Forward.genes().contains(&Gene::DqMode));
-    assert_eq!(Pass::Forward.genes().len(), GENES - 1);
+    assert!(!Pass::Forward.genes().contains(&Gene::DkvSplit));
+    assert_eq!(Pass::Forward.genes().len(), GENES - 2);
 }
 
 #[test]
@@ -297,11 +298,11 @@ fn forward_spaces_never_hold_a_backward_genome_and_the_backward_space_no_forward
         space::count_valid_in(Family::AmpereBwd, HeadDim::D64, Target::Sm90)
             + space::count_valid_in(Family::HopperBwd, HeadDim::D64, Target::Sm90)
     );
-    // The backward's product: its two families over the genes of either (consumer_wgs
-    // and producer_regs are hopper_bwd's, the rest ampere_bwd's or both).
+    // The backward's product: its two families over the genes of either (consumer_wgs,
+    // producer_regs and dkv_split are hopper_bwd's, the rest ampere_bwd's or both).
     assert_eq!(
         space::total_size_for_pass(Pass::Backward),
-        2 * space::family_size(Family::AmpereBwd) * 3 * 4
+        2 * space::family_size(Family::AmpereBwd) * 3 * 4 * 2
     );
 }
 

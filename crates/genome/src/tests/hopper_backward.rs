@@ -101,7 +101,8 @@ fn the_hopper_backward_family_has_its_own_genes() {
             "family",
             "consumer_wgs",
             "producer_regs",
-            "dq_mode"
+            "dq_mode",
+            "dkv_split"
         ]
     );
     assert_eq!(Family::HopperBwd.pass(), Pass::Backward);
@@ -116,7 +117,7 @@ fn the_hopper_backward_family_has_its_own_genes() {
         .len()
     };
     assert_eq!((forward(Family::Ampere), forward(Family::Hopper)), (18, 15));
-    assert_eq!(Pass::Forward.genes().len(), GENES - 1);
+    assert_eq!(Pass::Forward.genes().len(), GENES - 2);
 }
 
 #[test]
@@ -303,19 +304,24 @@ fn rule_register_file_of_the_hopper_backward_and_d256() {
     }
     // D96 is stored 128 columns wide: it needs what D128 needs.
     assert!(!bm128.is_valid(HeadDim::D96, Target::Sm90));
-    // D256: dK and dV alone are 256 registers a thread; no hopper_bwd kernel exists, and
-    // the message says why (the template has no split of D across warpgroups).
-    assert_eq!(
-        space::count_valid_in(Family::HopperBwd, HeadDim::D256, Target::Sm90),
-        0
-    );
+    // D256: dK and dV alone are 256 registers a thread; split by keys no hopper_bwd
+    // kernel exists, and the message names the split by columns as the fix (its kernels
+    // are tests/dkv_split.rs's).
+    let base = Genome {
+        family: Family::HopperBwd,
+        ..Genome::baseline()
+    };
+    let structural = space::structural_in(Family::HopperBwd);
+    assert!(!space::product(base, &structural)
+        .filter(|g| g.dkv_split == DkvSplit::Keys)
+        .any(|g| g.is_valid(HeadDim::D256, Target::Sm90)));
     let v = fa3_bwd().violations(HeadDim::D256, Target::Sm90);
     assert_eq!(v[0].rule, Rule::RegisterFile, "{v:?}");
     let msg = v[0].to_string();
     assert!(
         msg.contains("register_file")
-            && msg.contains("split across warpgroups")
-            && msg.contains("no such split"),
+            && msg.contains("dkv_split = \"keys\"")
+            && msg.contains("set dkv_split = \"columns\" with consumer_wgs = 2"),
         "{msg}"
     );
 }
@@ -323,16 +329,25 @@ fn rule_register_file_of_the_hopper_backward_and_d256() {
 #[test]
 fn hopper_backward_shared_memory_plans_match_the_abi() {
     // kernels/ABI.md: main = 1024 + 2*BN*Ds*2 + ST*2*BM*Ds*2 + (sep ? 0 : 2*BM*BN*2)
-    // + (bulk ? WGS*ceil(BM/64*Ds/64 / WGS)*16384 : 0) + ST*2*BM*4 + 256.
+    // + (bulk ? WGS*ceil(BM/64*Ds/64 / WGS)*16384 : 0) + ST*2*BM*4 + 256, with BN = 64 *
+    // WGS; split by columns (`EVO_DKV_COLUMNS`) BN = 64 * WGS / 2 and both dS^T and P^T
+    // in two buffers each, 4*BM*BN*2, with the separate dq kernel too.
     let abi_main = |g: &Genome, d: u32| {
         let ds = d.div_ceil(64) * 64;
         let (w, bm, st) = (g.consumer_wgs.get(), g.block_m.get(), g.stages.get());
-        let bn = 64 * w;
+        let cols = g.dkv_split == DkvSplit::Columns;
+        let bn = 64 * w / if cols { 2 } else { 1 };
         let sep = g.dq_mode == DqMode::Separate;
         let bulk = g.dq_mode == DqMode::TmaReduce;
         1024 + 2 * bn * ds * 2
             + st * 2 * bm * ds * 2
-            + if sep { 0 } else { 2 * bm * bn * 2 }
+            + if cols {
+                4 * bm * bn * 2
+            } else if sep {
+                0
+            } else {
+                2 * bm * bn * 2
+            }
             + if bulk {
                 w * (bm / 64 * ds / 64).div_ceil(w) * 16384
             } else {
@@ -353,7 +368,7 @@ fn hopper_backward_shared_memory_plans_match_the_abi() {
     for _ in 0..300 {
         let g = space::sample_valid_in(&mut rng, Family::HopperBwd, HeadDim::D128, Target::Sm90)
             .unwrap();
-        for d in [HeadDim::D64, HeadDim::D96, HeadDim::D128] {
+        for d in HeadDim::ALL {
             assert_eq!(g.smem(d).total(), abi_main(&g, d.get()), "{}", g.summary());
             assert_eq!(
                 SmemPlan::hopper_bwd_dq(&g, d).total(),
