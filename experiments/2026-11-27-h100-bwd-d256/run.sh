@@ -58,6 +58,16 @@ b1)
   run_logged bench 560 target/release/evo bench --champions genomes/champions/h100 --backward --cold-l2 --json $R/bench.json
   gzip -9 $R/bench.json
   ;;
+a4)
+  # racecheck and synccheck over split genomes whose producer runs ahead of the consumers:
+  # two stages with the red adds (seeds/d256-atomic-s2.toml) and three with the bulk adds
+  # at D96 and D128 (columns-d128-s3.toml).
+  for g in $X/seeds/d256-atomic-s2.toml $X/columns-d128-s3.toml; do
+    for tool in racecheck synccheck; do
+      run_logged sanitize 100 compute-sanitizer --tool $tool --error-exitcode 9 target/release/evo gate $g --suite $X/sanitize.toml --drawn 0 --time none
+    done
+  done
+  ;;
 e1)
   # The export with the D256 backward: evo_attention.sdpa's gradients against torch SDPA's
   # (scripts/backward_check.py, D256 among its shapes; the fallback checked on a copy of
