@@ -280,10 +280,32 @@ def expand_kv(t, g):
     return t if g == 1 else t.repeat_interleave(g, dim=1)
 
 
+# Score elements the float64 reference holds at once (1 GiB); a larger problem (a 32k
+# prefill's scores alone are 256 GiB) is computed a head and a block of query rows at a time.
+REF_CHUNK = 1 << 27
+
+
 def reference(q, k, v, mask=None):
     """float64 softmax(QK^T/sqrt(D) masked) V; K/V with fewer heads than Q are grouped
     (query head h reads K/V head h // (H / kv_heads)); `mask` is boolean [Lq, Lk]
     (True = attend) or None; a row that sees no key is zeros."""
+    b, h, lq, _ = q.shape
+    lk = k.shape[2]
+    if b * h * lq * lk <= REF_CHUNK:
+        return _reference_block(q, k, v, mask)
+    g = h // k.shape[1]
+    rows = max(1, REF_CHUNK // (b * lk))
+    out = torch.empty(b, h, lq, v.shape[-1], dtype=torch.float64, device=q.device)
+    for head in range(h):
+        kh, vh = k[:, head // g : head // g + 1], v[:, head // g : head // g + 1]
+        for r0 in range(0, lq, rows):
+            part = None if mask is None else mask[r0 : r0 + rows]
+            out[:, head : head + 1, r0 : r0 + rows] = _reference_block(
+                q[:, head : head + 1, r0 : r0 + rows], kh, vh, part)
+    return out
+
+
+def _reference_block(q, k, v, mask):
     g = q.shape[1] // k.shape[1]
     qd, kd, vd = q.double(), expand_kv(k.double(), g), expand_kv(v.double(), g)
     s = qd @ kd.transpose(-1, -2) / math.sqrt(q.shape[-1])

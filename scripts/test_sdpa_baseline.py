@@ -176,6 +176,13 @@ def test_torch():
                     w = torch.softmax(s, 0)
                     want[bi, hi, i] = sum(w[n] * v[bi, kh, j] for n, j in enumerate(keys))
         check(torch.allclose(ref, want, rtol=1e-12, atol=1e-12), f"reference {p}")
+        # a head and a block of rows at a time, as a problem past REF_CHUNK is computed
+        whole, sb.REF_CHUNK = sb.REF_CHUNK, max(1, lk * b * 3)
+        try:
+            chunked = sb.reference(q, k, v, sb.visible_mask(p))
+        finally:
+            sb.REF_CHUNK = whole
+        check(torch.allclose(chunked, want, rtol=1e-12, atol=1e-12), f"chunked reference {p}")
 
     # the comparison: NaN in empty rows is recorded, not counted; elsewhere it is
     p = problem(lq=7, lk=3, causal=True, align="bottom_right")

@@ -22,6 +22,11 @@ fn refused(out: &Output, needle: &str) {
 /// `evo tune --problem 1,8,512,512,64,f16 --budget BUDGET --strategy evolutionary
 /// --backend replay:<landscape> --out OUT`.
 fn tune(out: &Path, budget: &str) -> Output {
+    tune_on(out, budget, LANDSCAPE)
+}
+
+/// [`tune`] with another `--backend`.
+fn tune_on(out: &Path, budget: &str, backend: &str) -> Output {
     let out = out.display().to_string();
     evo(
         &[
@@ -33,7 +38,7 @@ fn tune(out: &Path, budget: &str) -> Output {
             "--strategy",
             "evolutionary",
             "--backend",
-            LANDSCAPE,
+            backend,
             "--out",
             &out,
         ],
@@ -357,4 +362,63 @@ fn a_seeded_tune_runs_the_same_searches_again() {
         &[],
     );
     refused(&other, "records seed = 5, but 6 was given");
+}
+
+#[test]
+fn a_search_where_nothing_passed_is_named_and_the_tune_says_how_to_go_on() {
+    // The recorded landscape with every measured genome turned into a worker timeout:
+    // the search runs its budget and crowns nothing.
+    let tmp = tempfile::tempdir().unwrap();
+    let landscape = tmp.path().join("landscape");
+    std::fs::create_dir(&landscape).unwrap();
+    let recorded = Path::new("experiments/2026-11-23-h100-landscape");
+    std::fs::copy(
+        recorded.join("landscape.toml"),
+        landscape.join("landscape.toml"),
+    )
+    .unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(
+            std::fs::File::open(recorded.join("evaluations.jsonl.gz")).unwrap(),
+        ),
+        &mut text,
+    )
+    .unwrap();
+    let mut timed_out = String::new();
+    for line in text.lines() {
+        let mut e: serde_json::Value = serde_json::from_str(line).unwrap();
+        if e["status"] == "ok" {
+            e["status"] = "timeout".into();
+            e["score_us"] = serde_json::Value::Null;
+            e["timings"] = serde_json::json!([]);
+            e["detail"] = "no answer within 60 s".into();
+        }
+        timed_out += &format!("{e}\n");
+    }
+    std::fs::write(landscape.join("evaluations.jsonl"), timed_out).unwrap();
+
+    let t = tmp.path().join("t");
+    let out = tune_on(&t, "8", &format!("replay:{}", landscape.display()));
+    let text = stdout(&out);
+    assert!(
+        text.contains("[1/1] B1 H8 L512 D64 f16: 8 evaluations in")
+            && text.contains("no candidate passed the gates"),
+        "{text}"
+    );
+    refused(
+        &out,
+        "searches/b1-h8-l512-d64-f16: no candidate passed the gates",
+    );
+    refused(
+        &out,
+        "give that search more time with `evo evolve --experiment",
+    );
+    // No champions step ran for a search with nothing to crown; the table says why.
+    assert!(!t.join("champions").exists());
+    let table = std::fs::read_to_string(t.join("tune.md")).unwrap();
+    assert!(
+        table.contains("| B1 H8 L512 D64 f16 | 8 | no candidate passed the gates: see searches/b1-h8-l512-d64-f16.log |"),
+        "{table}"
+    );
 }

@@ -338,3 +338,93 @@ fn a_steady_search_is_recorded_and_replayed_as_such() {
         "replay answers at once: {toml}"
     );
 }
+
+/// Sets the wall time a lineage on file records as spent (as if earlier runs took it).
+fn set_wall_s(lineage: &Path, seconds: &str) {
+    let text = std::fs::read_to_string(lineage).unwrap();
+    assert!(text.contains("\"wall_s\": "), "{text}");
+    let edited: String = text
+        .split_inclusive('\n')
+        .map(|l| match l.trim_start().starts_with("\"wall_s\": ") {
+            true => format!("  \"wall_s\": {seconds},\n"),
+            false => l.to_string(),
+        })
+        .collect();
+    std::fs::write(lineage, edited).unwrap();
+}
+
+/// `--minutes` is a total across resumes: the lineage records the time spent, a resume
+/// says how much and goes on from there, one whose time is spent replays its record
+/// and stops, and a larger total counts the time spent.
+#[test]
+fn a_wall_budget_is_a_total_across_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = tmp.path().join("exp");
+    let lineage = exp.join("lineage.json");
+    let first = evolve(&exp, &["--strategy", "exhaustive", "--minutes", "10"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(!stdout(&first).contains("resuming:"), "{}", stdout(&first));
+    let nodes = || {
+        let l = evo_lineage::Lineage::load(&lineage).unwrap();
+        (l.nodes().cloned().collect::<Vec<_>>(), l.wall_s)
+    };
+    let (recorded, spent) = nodes();
+    assert!(spent.is_some_and(|s| s < 60.0), "{spent:?}");
+
+    set_wall_s(&lineage, "564.0");
+    let resumed = evolve(&exp, &[]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let text = stdout(&resumed);
+    assert!(
+        text.contains("\nresuming: 9.4 of 10 minutes already spent\n")
+            && text.contains("312 evaluations: 0 fresh, 312 from the cache"),
+        "{text}"
+    );
+    assert!(nodes().1.is_some_and(|s| s >= 564.0), "{:?}", nodes().1);
+
+    // Spent: the record is replayed, the search stops, the lineage is all there.
+    set_wall_s(&lineage, "600.0");
+    let spent = evolve(&exp, &[]);
+    assert!(spent.status.success(), "{}", stderr(&spent));
+    let text = stdout(&spent);
+    assert!(
+        text.contains("resuming: 10.0 of 10 minutes already spent; replaying the record only")
+            && text.contains("312 evaluations: 0 fresh, 312 from the cache")
+            && text.contains("stopped: budget spent")
+            && text.contains("champion: "),
+        "{text}"
+    );
+    assert_eq!(nodes().0, recorded);
+
+    // A larger total counts the time spent.
+    let more = evolve(&exp, &["--minutes", "20"]);
+    assert!(more.status.success(), "{}", stderr(&more));
+    assert!(
+        stdout(&more).contains("resuming: 10.0 of 20 minutes already spent\n"),
+        "{}",
+        stdout(&more)
+    );
+
+    // A steady-state search submits nothing once its time is spent, so its resume is
+    // refused and its lineage kept.
+    let steady = tmp.path().join("steady");
+    let lineage = steady.join("lineage.json");
+    assert!(evolve(&steady, &["--steady", "--minutes", "10"])
+        .status
+        .success());
+    set_wall_s(&lineage, "600.0");
+    let kept = std::fs::read(&lineage).unwrap();
+    let refused = evolve(&steady, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused)
+            .contains("lineage.json: records wall_s = 600, all of budget.minutes = 10 in ")
+            && stderr(&refused).contains("give --minutes larger than 10 to go on"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        std::fs::read(&lineage).unwrap() == kept,
+        "the lineage changed"
+    );
+}

@@ -13,9 +13,13 @@
 //!
 //! Nothing measured is lost: the folder is locked while a search writes it; a resume
 //! refuses an option that disagrees with experiment.toml, a lower budget, and a run that
-//! would replace the recorded lineage with another search's; a folder holding files but
-//! no experiment.toml is not taken over; and experiment.toml is written only once the
-//! search can start, so a start that failed fixes nothing.
+//! would replace the recorded lineage with another search's (or, its wall time spent,
+//! with less than it holds); a folder holding files but no experiment.toml is not taken
+//! over; and experiment.toml is written only once the search can start, so a start that
+//! failed fixes nothing.
+//!
+//! `--minutes` is a total across resumes: lineage.json records the wall time the search
+//! has spent (`wall_s`), and a resume's clock starts there.
 
 use anyhow::{bail, Context};
 use evo_gates::outcome::files::{this_process, FolderLock};
@@ -38,7 +42,7 @@ mod report;
 
 pub(super) use backend::on_gpu;
 use backend::{objective_label, prepare, Prepared};
-use config::{config_from_args, load_genomes, resolve_config, Refusal, Resolved};
+use config::{config_from_args, load_genomes, resolve_config, spent_before, Refusal, Resolved};
 use folder::{default_folder, lock_if_present, refuse_other_lineage};
 use report::{print_champion, report, stop_reason};
 
@@ -63,7 +67,9 @@ pub struct EvolveArgs {
     /// the new total: it may only grow.
     #[arg(long, conflicts_with = "minutes", value_parser = numbers::evaluations)]
     pub budget: Option<usize>,
-    /// Stop after this many minutes of wall time instead (above 0, at most a year).
+    /// Stop after this many minutes of wall time instead (above 0, at most a year): a
+    /// total across resumes. On resume, the time earlier runs spent (recorded in
+    /// lineage.json) counts against it, and a new total may only grow.
     #[arg(long, value_parser = numbers::minutes)]
     pub minutes: Option<f64>,
     /// Seed of the search's RNG: same seed and same measurements, same lineage. On a
@@ -137,9 +143,11 @@ pub struct EvolveArgs {
     /// must be the same model) [default: the first GPU].
     #[arg(long, value_name = "all|0,1,...")]
     pub gpus: Option<String>,
-    /// Seconds the GPU worker may spend on one candidate before it is killed as hung.
-    #[arg(long, default_value_t = 60, value_parser = numbers::timeout_seconds)]
-    pub timeout: u64,
+    /// Seconds the GPU worker may spend on one candidate before it is killed as hung
+    /// [default: 60, and more for a large objective: 30 more per GiB of its Q, K, V and
+    /// O and 4 more per TFLOP of its work, since FAST checks every timed launch].
+    #[arg(long, value_parser = numbers::timeout_seconds)]
+    pub timeout: Option<u64>,
     /// Run island K of an island-model search (counting from 0): an evolutionary search
     /// of its own that trades elites with the others through --exchange. The seed
     /// defaults to K + 1, so the islands explore differently.
@@ -379,6 +387,29 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
             None => None,
         },
     };
+    // A wall budget is a total across resumes: the clock goes on from the time the
+    // earlier runs spent.
+    let before = spent_before(resumed, &lineage_path, search_config.budget)?;
+    let minutes = config.budget.minutes.unwrap_or_default();
+    let clock = match &before {
+        Some(b) => {
+            println!(
+                "resuming: {:.1} of {} minutes already spent{}",
+                b.time.as_secs_f64() / 60.0,
+                minutes,
+                if b.is_all() {
+                    "; replaying the record only"
+                } else {
+                    ""
+                }
+            );
+            WallClock::resumed(b.time)
+        }
+        None => WallClock::start(),
+    };
+    // With no time left the search only replays its record; the lineage on file is
+    // replaced only if the replay rebuilt all of it.
+    let spent = before.filter(|b| b.is_all());
     let mut exchange = match &config.island {
         Some(island) => {
             let exchange = Exchange::open(island.clone(), &dir.join(MIGRANTS_FILE))?;
@@ -403,11 +434,32 @@ pub fn run(args: EvolveArgs) -> anyhow::Result<()> {
         evaluator.as_mut(),
         Sinks {
             cache: Some(&mut cache),
-            lineage_path: Some(&lineage_path),
+            lineage_path: spent.is_none().then_some(lineage_path.as_path()),
             exchange: exchange.as_mut(),
         },
-        &WallClock::start(),
+        &clock,
     )?;
+    if let Some(spent) = &spent {
+        if outcome.lineage.len() < spent.candidates {
+            return Err(Refusal(format!(
+                "{}: records wall_s = {}, all of budget.minutes = {} in {}, and with no time left this run rebuilt only {} of its {} candidates from {}{}; it is kept as it is: give --minutes larger than {} to go on",
+                lineage_path.display(),
+                spent.wall_s,
+                minutes,
+                dir.join(EXPERIMENT_FILE).display(),
+                outcome.lineage.len(),
+                spent.candidates,
+                cache_path.display(),
+                if config.evolutionary.steady {
+                    " (a steady-state search submits nothing once its time is spent)"
+                } else {
+                    ""
+                },
+                (spent.time.as_secs_f64() / 6.0).ceil() / 10.0,
+            ))
+            .into());
+        }
+    }
     outcome.lineage.save(&lineage_path)?;
 
     let plot_path = dir.join("best_so_far.svg");

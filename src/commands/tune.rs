@@ -37,6 +37,9 @@ use run::{ChildOptions, Ended, Job};
 /// one, which spends a GPU's minutes on the candidates a cost model expects to be fast.
 pub const TUNE_STRATEGY: &str = "guided";
 
+/// What the tune says of a search that ended with no candidate through the gates.
+pub(crate) const NO_CHAMPION: &str = "no candidate passed the gates";
+
 /// Evaluations per shape when neither --budget nor --minutes is given (evolve's default).
 const DEFAULT_EVALUATIONS: usize = 200;
 
@@ -275,10 +278,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         if run::is_done(&experiment) {
             let (evaluations, us) = run::summary(&experiment);
             println!(
-                "[{}/{n}] {p}: searched before ({} evaluations, champion {} µs), skipped",
+                "[{}/{n}] {p}: searched before ({} evaluations, {}), skipped",
                 index + 1,
                 evaluations.map_or("?".into(), |e| e.to_string()),
-                us.map_or("?".into(), |u| format!("{u:.2}"))
+                us.map_or(NO_CHAMPION.into(), |u| format!("champion {u:.2} µs"))
             );
             continue;
         }
@@ -327,11 +330,11 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             Ended::Done => {
                 let (evaluations, us) = run::summary(&f.job.experiment);
                 println!(
-                    "{label}: {} evaluations in {:.1} s{}, champion {} µs ({})",
+                    "{label}: {} evaluations in {:.1} s{}, {} ({})",
                     evaluations.map_or("?".into(), |e| e.to_string()),
                     f.wall.as_secs_f64(),
                     f.gpu.map_or(String::new(), |g| format!(" on GPU {g}")),
-                    us.map_or("?".into(), |u| format!("{u:.2}")),
+                    us.map_or(NO_CHAMPION.into(), |u| format!("champion {u:.2} µs")),
                     f.job.experiment.display()
                 );
             }
@@ -349,16 +352,22 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         .map(|s| out.join(&s.search))
         .filter(|e| run::is_done(e))
         .collect();
+    // A search that ended with no candidate through the gates has no champion; the
+    // others' champions and bench do not wait for it.
+    let (crowned, empty): (Vec<PathBuf>, Vec<PathBuf>) = done
+        .iter()
+        .cloned()
+        .partition(|e| run::summary(e).1.is_some());
     let champions_dir = out.join(table::CHAMPIONS_DIR);
     let mut step_errors = Vec::new();
     let dispatch = champions_dir.join(evo_genome::dispatch::DISPATCH_FILE);
-    if !done.is_empty() && (searched_now || !dispatch.exists()) {
-        match table::champions(&exe, &out, &done) {
+    if !crowned.is_empty() && (searched_now || !dispatch.exists()) {
+        match table::champions(&exe, &out, &crowned) {
             Ok(()) => println!("champions: {}", dispatch.display()),
             Err(e) => step_errors.push(format!("{e:#}")),
         }
     }
-    if !done.is_empty() && dispatch.exists() {
+    if !crowned.is_empty() && dispatch.exists() {
         if replay.is_some() {
             println!(
                 "bench skipped: the numbers are replayed; time the champions on a GPU with `evo bench --champions {} --record --cold-l2`",
@@ -385,6 +394,14 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     print!("{text}");
     drop(lock);
 
+    for e in &empty {
+        step_errors.push(format!(
+            "{}: {NO_CHAMPION} (its log says why: {}); give that search more time with `evo evolve --experiment {} --minutes M` or `--budget N` (above its recorded budget), then rerun this tune",
+            e.display(),
+            e.with_extension("log").display(),
+            e.display()
+        ));
+    }
     if !failed.is_empty() || !step_errors.is_empty() {
         for e in &step_errors {
             eprintln!("{e}");

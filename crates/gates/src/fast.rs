@@ -38,7 +38,7 @@ use crate::green::LaunchCheck;
 use crate::inputs::Inputs;
 use crate::kernel::{AttentionKernel, CheckRequest, Draw, RepeatPlan, RowCheck, TimingMethod};
 use crate::outcome::Timing;
-use crate::reference::{cross_check_rows, reference_at};
+use crate::reference::{cross_check_heads, cross_check_rows, reference_at};
 use crate::verify::{cross_check, reference_row_indices, verdict};
 use evo_genome::Problem;
 use rand::seq::SliceRandom;
@@ -351,7 +351,8 @@ pub fn time_problem(
     }
     // The device reference against candle's, on the rows brought back.
     for (draw, device_rows) in &cross {
-        let inputs = Inputs::random(problem, draw.seed, 1.0);
+        let heads = cross_check_heads(problem, draw.seed);
+        let inputs = Inputs::random_heads(problem, draw.seed, 1.0, &heads);
         let cpu = reference_at(&inputs, |bh| cross_check_rows(problem, draw.seed, bh))?;
         debug_assert_eq!(
             reference_row_indices(problem, &cpu).len() * problem.head_dim.get() as usize,

@@ -121,6 +121,44 @@ impl Inputs {
         }
     }
 
+    /// [`Inputs::random`]'s values at the query heads `bh` of `heads` (each `b·H + h`)
+    /// and at the K/V heads they read, zeros elsewhere: what a host reference of those
+    /// heads alone needs, without drawing the rest (a decode batch's K and V run to
+    /// gigabytes). The zeros are never touched, so they cost no memory until read; such
+    /// inputs serve a host reference only, never a launch.
+    pub fn random_heads(problem: &Problem, seed: u64, q_gain: f32, heads: &[usize]) -> Inputs {
+        let p = problem;
+        let d = p.head_dim.get() as usize;
+        let (q_head, kv_head) = (p.q_len as usize * d, p.kv_len as usize * d);
+        let (mut q, mut k, mut v) = (
+            vec![0u16; p.q_elems()],
+            vec![0u16; p.kv_elems()],
+            vec![0u16; p.kv_elems()],
+        );
+        let kv_heads: Vec<usize> = heads.iter().map(|&bh| p.kv_head(bh)).collect();
+        let dtype = p.dtype;
+        // One head a task; a head's slice starts at an even element (D is even), as
+        // `draw_into` asks, and holds the values the whole tensor's draw puts there.
+        let draw = |t: &mut [u16], stream: Tensor, len: usize, wanted: &[usize], gain: f32| {
+            let scale = value_scale(gain);
+            t.par_chunks_mut(len)
+                .enumerate()
+                .filter(|(i, _)| wanted.contains(i))
+                .for_each(|(i, out)| draw_into(out, dtype, seed, stream as u32, i * len, scale));
+        };
+        draw(&mut q, Tensor::Q, q_head, heads, q_gain);
+        draw(&mut k, Tensor::K, kv_head, &kv_heads, 1.0);
+        draw(&mut v, Tensor::V, kv_head, &kv_heads, 1.0);
+        Inputs {
+            problem: *problem,
+            seed,
+            q_gain,
+            q,
+            k,
+            v,
+        }
+    }
+
     pub fn q_f32(&self) -> Vec<f32> {
         upcast(self.problem.dtype, &self.q)
     }

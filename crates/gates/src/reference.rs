@@ -11,7 +11,7 @@ use crate::inputs::Inputs;
 use candle_core::{Device, Tensor};
 use evo_genome::Problem;
 use rand::seq::index::sample;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Below this many multiply-adds (B·H·Lq·Lk·D) every row is computed.
@@ -85,16 +85,51 @@ fn candle_err(e: candle_core::Error) -> GateError {
 }
 
 /// Rows per (b, h) that FAST holds the device reference to candle's on, and the most
-/// rows in all (a large B·H gets fewer per head; every (b, h) keeps at least one).
+/// rows in all (a large B·H gets fewer per head).
 pub const CROSS_CHECK_ROWS: usize = 8;
 pub const CROSS_CHECK_TOTAL: usize = 256;
+/// The most (b, h) a cross-check reads: a decode batch has thousands, each a K/V head of
+/// up to gigabytes, which a host reference of every one would take minutes to compute.
+pub const CROSS_CHECK_HEADS: usize = 32;
 
-/// The rows of one (b, h) that a cross-check of the device reference compares: the
-/// last (the partial tile), the first and middle when there is room, and random others.
-pub fn cross_check_rows(problem: &Problem, seed: u64, bh: usize) -> Vec<u32> {
-    let lq = problem.q_len as usize;
+/// The (b, h) a cross-check of the device reference compares, ascending: every one up
+/// to [`CROSS_CHECK_HEADS`]; past it, the first and the last, every query head of one
+/// K/V head's group (the device reference's grouped passes), and random others, the
+/// group and the others drawn from `seed` (a launch's), so that each launch looks at
+/// other heads.
+pub fn cross_check_heads(problem: &Problem, seed: u64) -> Vec<usize> {
     let heads = (problem.batch * problem.heads) as usize;
-    let n = (CROSS_CHECK_TOTAL / heads)
+    if heads <= CROSS_CHECK_HEADS {
+        return (0..heads).collect();
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x4845_4144_5321);
+    let group = (problem.group() as usize).clamp(1, CROSS_CHECK_HEADS / 2);
+    let first = rng.random_range(0..heads / group) * group;
+    let mut chosen: Vec<usize> = [0, heads - 1]
+        .into_iter()
+        .chain(first..first + group)
+        .collect();
+    for h in sample(&mut rng, heads, CROSS_CHECK_HEADS) {
+        if chosen.len() >= CROSS_CHECK_HEADS {
+            break;
+        }
+        chosen.push(h);
+    }
+    chosen.sort_unstable();
+    chosen.dedup();
+    chosen
+}
+
+/// The rows of one (b, h) that a cross-check of the device reference compares: none
+/// for a head [`cross_check_heads`] leaves out; else the last (the partial tile), the
+/// first and middle when there is room, and random others.
+pub fn cross_check_rows(problem: &Problem, seed: u64, bh: usize) -> Vec<u32> {
+    let chosen = cross_check_heads(problem, seed);
+    if chosen.binary_search(&bh).is_err() {
+        return Vec::new();
+    }
+    let lq = problem.q_len as usize;
+    let n = (CROSS_CHECK_TOTAL / chosen.len())
         .clamp(1, CROSS_CHECK_ROWS)
         .min(lq);
     let mut rng =
@@ -133,20 +168,30 @@ pub fn reference_at(
     );
     let scale = 1.0 / (d as f64).sqrt();
     let dev = Device::Cpu;
-    let q = inputs.q_f32();
-    let k = inputs.k_f32();
-    let v = inputs.v_f32();
+    let upcast = |bits: &[u16]| crate::inputs::upcast(p.dtype, bits);
     let mut heads = Vec::with_capacity((p.batch * p.heads) as usize);
     let mut max_abs_score = 0f32;
     for bh in 0..(p.batch * p.heads) as usize {
         let rows = rows_of(bh);
+        // A head with no row asked for is not read at all (a cross-check of a decode
+        // batch looks at a few heads of thousands).
+        if rows.is_empty() {
+            heads.push(HeadReference {
+                rows,
+                out: Vec::new(),
+                lse: Vec::new(),
+            });
+            continue;
+        }
         let kvh = p.kv_head(bh);
-        let qh = Tensor::from_slice(&q[bh * lq * d..(bh + 1) * lq * d], (lq, d), &dev)
-            .map_err(candle_err)?;
-        let kh = Tensor::from_slice(&k[kvh * lk * d..(kvh + 1) * lk * d], (lk, d), &dev)
-            .map_err(candle_err)?;
-        let vh = Tensor::from_slice(&v[kvh * lk * d..(kvh + 1) * lk * d], (lk, d), &dev)
-            .map_err(candle_err)?;
+        let (q, k, v) = (
+            upcast(&inputs.q[bh * lq * d..(bh + 1) * lq * d]),
+            upcast(&inputs.k[kvh * lk * d..(kvh + 1) * lk * d]),
+            upcast(&inputs.v[kvh * lk * d..(kvh + 1) * lk * d]),
+        );
+        let qh = Tensor::from_vec(q, (lq, d), &dev).map_err(candle_err)?;
+        let kh = Tensor::from_vec(k, (lk, d), &dev).map_err(candle_err)?;
+        let vh = Tensor::from_vec(v, (lk, d), &dev).map_err(candle_err)?;
         let idx = Tensor::from_slice(&rows, rows.len(), &dev).map_err(candle_err)?;
         let q_rows = qh.index_select(&idx, 0).map_err(candle_err)?;
         let scores = q_rows
@@ -388,5 +433,91 @@ mod tests {
         let r = reference(&Inputs::random(&p, 3, 40.0)).unwrap();
         assert!(r.max_abs_score > 100.0, "max |s| {}", r.max_abs_score);
         assert!(r.heads[0].out.iter().all(|x| x.is_finite()));
+    }
+
+    /// A decode batch of grouped heads, as FAST's cross-check sees one.
+    fn decode_batch() -> Problem {
+        Problem {
+            kv_heads: Some(8),
+            align: evo_genome::MaskAlign::BottomRight,
+            ..problem(4, 32, 1, 96, HeadDim::D64, Dtype::Bf16, true)
+        }
+    }
+
+    #[test]
+    fn a_cross_check_reads_a_bounded_set_of_heads_with_a_whole_group() {
+        let small = problem(2, 16, 64, 64, HeadDim::D64, Dtype::F16, false);
+        assert_eq!(cross_check_heads(&small, 1), (0..32).collect::<Vec<_>>());
+        let p = decode_batch();
+        let heads = 128;
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..20u64 {
+            let chosen = cross_check_heads(&p, seed);
+            assert!(chosen.len() <= CROSS_CHECK_HEADS, "{chosen:?}");
+            assert!(
+                chosen.windows(2).all(|w| w[0] < w[1]),
+                "ascending, distinct"
+            );
+            assert!(chosen.contains(&0) && chosen.contains(&(heads - 1)));
+            // Every query head of some K/V head's group (4 query heads a group).
+            assert!(
+                (0..heads / 4).any(|g| (4 * g..4 * g + 4).all(|h| chosen.contains(&h))),
+                "{chosen:?}"
+            );
+            // Rows only in the chosen heads (one each: Lq is 1).
+            for bh in 0..heads {
+                let rows = cross_check_rows(&p, seed, bh);
+                assert_eq!(rows.is_empty(), !chosen.contains(&bh));
+                assert!(rows.iter().all(|&r| r < p.q_len));
+            }
+            seen.extend(chosen);
+        }
+        assert!(
+            seen.len() > 64,
+            "launches look at other heads: {}",
+            seen.len()
+        );
+    }
+
+    #[test]
+    fn heads_drawn_alone_hold_the_whole_draws_values_and_reference() {
+        let p = decode_batch();
+        let seed = 77;
+        let chosen = cross_check_heads(&p, seed);
+        let whole = Inputs::random(&p, seed, 1.0);
+        let part = Inputs::random_heads(&p, seed, 1.0, &chosen);
+        let d = 64;
+        let (q_head, kv_head) = (p.q_len as usize * d, p.kv_len as usize * d);
+        for &bh in &chosen {
+            let kvh = p.kv_head(bh);
+            assert_eq!(
+                whole.q[bh * q_head..(bh + 1) * q_head],
+                part.q[bh * q_head..(bh + 1) * q_head]
+            );
+            assert_eq!(
+                whole.k[kvh * kv_head..(kvh + 1) * kv_head],
+                part.k[kvh * kv_head..(kvh + 1) * kv_head]
+            );
+            assert_eq!(
+                whole.v[kvh * kv_head..(kvh + 1) * kv_head],
+                part.v[kvh * kv_head..(kvh + 1) * kv_head]
+            );
+        }
+        // Heads not chosen are left undrawn.
+        let left_out = (0..128).find(|h| !chosen.contains(h)).unwrap();
+        assert!(part.q[left_out * q_head..(left_out + 1) * q_head]
+            .iter()
+            .all(|&x| x == 0));
+        let rows = |bh| cross_check_rows(&p, seed, bh);
+        let (a, b) = (
+            reference_at(&whole, rows).unwrap(),
+            reference_at(&part, rows).unwrap(),
+        );
+        assert_eq!(a.rows_checked(), b.rows_checked());
+        assert!(a.rows_checked() > 0);
+        for (x, y) in a.heads.iter().zip(&b.heads) {
+            assert_eq!(x.rows, y.rows);
+            assert_eq!(x.out, y.out, "the same values, bit for bit");
+        }
     }
 }

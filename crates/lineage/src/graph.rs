@@ -141,6 +141,10 @@ pub enum LineageError {
 #[derive(Debug, Clone, Default)]
 pub struct Lineage {
     pub meta: LineageMeta,
+    /// Seconds of wall time the search has spent, over all its runs, when it runs to a
+    /// wall budget (`--minutes`): a resumed search goes on from there. `None` for an
+    /// evaluation budget and for lineages that are not a search's.
+    pub wall_s: Option<f64>,
     graph: DiGraph<Node, ParentRole>,
     index: HashMap<GenomeId, NodeIndex>,
 }
@@ -151,6 +155,9 @@ struct LineageFile {
     format: u32,
     #[serde(default)]
     meta: LineageMeta,
+    /// Absent unless set: lineages without a wall budget are written as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wall_s: Option<f64>,
     nodes: Vec<Node>,
     edges: Vec<EdgeRecord>,
 }
@@ -331,6 +338,7 @@ impl Lineage {
         let file = LineageFile {
             format: FORMAT,
             meta: self.meta.clone(),
+            wall_s: self.wall_s,
             nodes: self.nodes().cloned().collect(),
             edges: self
                 .edges()
@@ -364,7 +372,14 @@ impl Lineage {
         for e in file.edges {
             parents.entry(e.child).or_default().push((e.role, e.parent));
         }
+        if let Some(s) = file.wall_s.filter(|s| !(s.is_finite() && *s >= 0.0)) {
+            return Err(LineageError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("wall_s = {s} is not a number of seconds spent"),
+            });
+        }
         let mut lineage = Lineage::new(file.meta);
+        lineage.wall_s = file.wall_s;
         for node in file.nodes {
             let mut ps = parents.remove(&node.id).unwrap_or_default();
             // Primary first, whatever order the file lists them in.
@@ -409,3 +424,29 @@ impl Lineage {
 }
 
 pub use evo_record::files::write_atomic;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lineage without a wall time is written as before; one with it keeps it.
+    #[test]
+    fn wall_time_is_written_only_when_set_and_read_back() {
+        let mut lineage = Lineage::new(LineageMeta::default());
+        let plain = lineage.to_json();
+        assert!(!plain.contains("wall_s"), "{plain}");
+        let path = Path::new("lineage.json");
+        assert_eq!(Lineage::from_json(&plain, path).unwrap().wall_s, None);
+        lineage.wall_s = Some(564.25);
+        let timed = lineage.to_json();
+        assert!(timed.contains("\"wall_s\": 564.25"), "{timed}");
+        let back = Lineage::from_json(&timed, path).unwrap();
+        assert_eq!((back.wall_s, back.to_json()), (Some(564.25), timed.clone()));
+        let negative = timed.replace("564.25", "-1.0");
+        let err = Lineage::from_json(&negative, path).unwrap_err().to_string();
+        assert!(
+            err.contains("wall_s = -1 is not a number of seconds"),
+            "{err}"
+        );
+    }
+}

@@ -33,6 +33,13 @@ pub enum Budget {
     /// wall time; batches are cut to what still fits. The first evaluation runs alone,
     /// to measure the rate. Batch sizes depend on timing, so unlike an evaluation
     /// budget, a wall budget does not give a reproducible lineage.
+    ///
+    /// The time is a total across resumes: the lineage records the time spent
+    /// ([`evo_lineage::Lineage::wall_s`]) each time it is saved, and a resumed search's
+    /// clock ([`WallClock::resumed`]) starts there. Cache hits take no time: once the
+    /// time is spent, the generational search still takes the recorded evaluations at
+    /// the head of each batch (a resume replays its record) and stops at the first one
+    /// that would need measuring.
     Wall(Duration),
 }
 
@@ -41,18 +48,39 @@ pub trait Clock {
     fn elapsed(&self) -> Duration;
 }
 
-/// The real clock, started when created.
-pub struct WallClock(Instant);
+/// The real clock, started when created, or at the time earlier runs spent.
+pub struct WallClock {
+    start: Instant,
+    before: Duration,
+}
 
 impl WallClock {
     pub fn start() -> WallClock {
-        WallClock(Instant::now())
+        WallClock::resumed(Duration::ZERO)
+    }
+
+    /// A clock that reads `before` when created: the wall time the earlier runs of a
+    /// resumed search spent (its lineage's `wall_s`), which counts against its budget.
+    pub fn resumed(before: Duration) -> WallClock {
+        WallClock {
+            start: Instant::now(),
+            before,
+        }
     }
 }
 
 impl Clock for WallClock {
     fn elapsed(&self) -> Duration {
-        self.0.elapsed()
+        self.before.saturating_add(self.start.elapsed())
+    }
+}
+
+/// Under a wall budget, writes the time spent so far into `lineage` (a resume goes on
+/// from there); under an evaluation budget the lineage carries none.
+pub(crate) fn stamp_wall_time(lineage: &mut Lineage, budget: Budget, clock: &dyn Clock) {
+    if let Budget::Wall(_) = budget {
+        // Whole milliseconds: the file stays readable.
+        lineage.wall_s = Some(clock.elapsed().as_millis() as f64 / 1000.0);
     }
 }
 
@@ -243,10 +271,11 @@ pub fn search(
     loop {
         let max = match config.budget {
             Budget::Evaluations(n) => n.saturating_sub(outcome.evaluations),
-            Budget::Wall(limit) if clock.elapsed() >= limit => 0,
-            // Time is checked between evaluations, in `evaluate_batch`.
+            // Time is checked between evaluations, in `evaluate_batch`, which takes
+            // cache hits even when it is spent: a resume replays its record.
             Budget::Wall(_) => usize::MAX,
         };
+        let spent = matches!(config.budget, Budget::Wall(limit) if clock.elapsed() >= limit);
         // A bred-ahead batch loses the genomes measured meanwhile (a migrant's).
         let ready = pending.take().map(|(g, mut batch)| {
             batch.retain(|c| !seen.contains(&c.genome.id()));
@@ -271,7 +300,11 @@ pub fn search(
                 };
                 let batch = strategy.propose(&mut rng, space, &seen, max)?;
                 if batch.is_empty() {
-                    outcome.stop = StopReason::SpaceExhausted;
+                    outcome.stop = if spent {
+                        StopReason::Budget
+                    } else {
+                        StopReason::SpaceExhausted
+                    };
                     break;
                 }
                 (generation, batch)
@@ -338,11 +371,13 @@ pub fn search(
             }
         }
         if let Some(path) = sinks.lineage_path {
+            stamp_wall_time(&mut lineage, config.budget, clock);
             lineage.save(path)?;
         }
         outcome.show(&progress, generation);
     }
     progress.finish_and_clear();
+    stamp_wall_time(&mut lineage, config.budget, clock);
     outcome.lineage = lineage;
     outcome.model_quality = strategy.model_quality();
     Ok(outcome)
@@ -435,7 +470,8 @@ impl Rate {
 /// evaluator returns it. Under an evaluation budget the misses go in one call (the
 /// GPU worker compiles them in parallel); under a wall budget they go in chunks sized
 /// by the measured rate, and none starts when the rate says it would end past the
-/// deadline: the candidates left over are dropped, unevaluated and unrecorded.
+/// deadline: the cache hits before the next miss are still taken (they take no time),
+/// and the candidates left over are dropped, unevaluated and unrecorded.
 fn evaluate_batch(
     batch: &[Candidate],
     evaluator: &mut dyn Evaluator,
@@ -452,15 +488,11 @@ fn evaluate_batch(
             Budget::Evaluations(_) => usize::MAX,
             Budget::Wall(limit) => {
                 let elapsed = clock.elapsed();
-                let fit = if elapsed >= limit {
+                if elapsed >= limit {
                     0
                 } else {
                     rate.fit(limit - elapsed)
-                };
-                if fit == 0 {
-                    break;
                 }
-                fit
             }
         };
         // The chunk: consecutive candidates holding at most `chunk_misses` misses.
@@ -477,6 +509,10 @@ fn evaluate_batch(
             }
             chunk.push((c, hit));
             next += 1;
+        }
+        // No time for a miss, and no hit before the next one.
+        if chunk.is_empty() {
+            break;
         }
         *hits += chunk.len() - misses.len();
         let mut fresh = Vec::new().into_iter();

@@ -21,13 +21,18 @@
 //! cache's order is the answer order, and a re-run takes the recorded answers in that
 //! order (of the candidates waiting, always the one recorded first), which replays the
 //! lineage; a resumed run replays its recorded part and goes on from there.
+//!
+//! Under a wall budget the moments candidates are submitted depend on timing, and
+//! nothing is submitted once the time is spent: a resumed search whose time is spent
+//! (the budget is a total across resumes) replays nothing.
 
 use crate::cache::EvaluationCache;
 use crate::evaluator::Evaluator;
 use crate::guided::Guided;
 use crate::operators::Candidate;
 use crate::search::{
-    progress_bar, Budget, Clock, Rate, SearchConfig, SearchError, SearchOutcome, Sinks, StopReason,
+    progress_bar, stamp_wall_time, Budget, Clock, Rate, SearchConfig, SearchError, SearchOutcome,
+    Sinks, StopReason,
 };
 use crate::space::{SearchSpace, SpaceError};
 use crate::strategy::{Evolution, Strategy, StrategyKind};
@@ -74,6 +79,8 @@ pub(crate) fn search(
     let mut outcome = SearchOutcome::default();
     let progress = progress_bar(config);
     let mut rate = Rate::default();
+    // The rate is this run's: a resumed clock starts at the time earlier runs spent.
+    let start = clock.elapsed();
     // Every genome bred so far: none is bred twice.
     let mut seen: HashSet<GenomeId> = HashSet::new();
     let limit = match config.budget {
@@ -151,7 +158,7 @@ pub(crate) fn search(
         let (answered, evaluation) =
             next_answer(&mut waiting, evaluator, cache.as_deref_mut(), &mut outcome)?;
         if answered.recorded.is_none() {
-            rate.time = clock.elapsed();
+            rate.time = clock.elapsed().saturating_sub(start);
             rate.count += 1;
         }
         outcome.record(
@@ -164,12 +171,16 @@ pub(crate) fn search(
         breeder.replace_worst(answered.candidate, &evaluation);
         if let Some(path) = sinks.lineage_path {
             if outcome.evaluations % turnover == 0 {
+                stamp_wall_time(&mut lineage, config.budget, clock);
                 lineage.save(path)?;
             }
         }
         outcome.show(&progress, answered.generation);
     }
-    if let Some(path) = sinks.lineage_path {
+    stamp_wall_time(&mut lineage, config.budget, clock);
+    // A search that took nothing (its wall time spent before it started) does not
+    // replace the record with an empty lineage.
+    if let Some(path) = sinks.lineage_path.filter(|_| !lineage.is_empty()) {
         lineage.save(path)?;
     }
     progress.finish_and_clear();

@@ -22,6 +22,7 @@ mod islands;
 mod landscape;
 mod passes;
 mod steady;
+mod wall;
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/synthetic-landscape")

@@ -187,7 +187,7 @@ impl Runner {
                 failed(
                     Status::Timeout,
                     format!(
-                        "no answer within {:.0} s while running {}: the kernel hung (worker killed)",
+                        "no answer within {:.0} s while running {}: the worker was killed (a kernel that hangs, or a gate that needs longer at this shape: give --timeout more seconds)",
                         self.timeout.as_secs_f64(),
                         request.name
                     ),

@@ -61,6 +61,23 @@ fn gpu_evaluator(
     Ok((Box::new(evaluator), target))
 }
 
+/// How long the worker may take over one candidate when `--timeout` is not given: 60 s,
+/// plus 30 s per GiB of the largest objective's Q, K, V and O (FAST draws fresh inputs
+/// for, and checks, every timed launch: a decode batch's gigabytes of K and V cost
+/// seconds a candidate) and 4 s per TFLOP of its work (the device reference of each
+/// check). At the seed shape it is 60 s; at B64 H32/8 Lq1 Lk32768 D128, 300 s.
+pub(crate) fn default_timeout(objective: &[Problem]) -> Duration {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let extra = objective
+        .iter()
+        .map(|p| {
+            let bytes = 2.0 * (2 * p.q_elems() + 2 * p.kv_elems()) as f64;
+            30.0 * bytes / GIB + 4.0 * p.flops() / 1e12
+        })
+        .fold(0.0, f64::max);
+    Duration::from_secs(60 + extra.round() as u64)
+}
+
 /// True when `--backend` (default `auto`) will search on a GPU.
 pub(crate) fn on_gpu(backend: Option<&str>) -> bool {
     match backend.map(Backend::parse) {
@@ -188,7 +205,8 @@ pub(super) fn prepare(
                 config.seed,
                 &objective,
                 args.plant_faults,
-                Duration::from_secs(args.timeout),
+                args.timeout
+                    .map_or_else(|| default_timeout(&objective), Duration::from_secs),
                 gpus.as_deref(),
                 cubin_cache,
                 args.compile_threads,
@@ -209,5 +227,32 @@ pub(super) fn prepare(
             })
         }
         Backend::Auto => unreachable!("resolved above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_timeout;
+    use evo_genome::Problem;
+    use std::time::Duration;
+
+    #[test]
+    fn the_default_timeout_grows_with_the_objective() {
+        let at = |spec: &str| default_timeout(&[spec.parse::<Problem>().unwrap()]);
+        assert_eq!(at("1,8,512,512,64,f16"), Duration::from_secs(60));
+        // 8 GiB of K and V: every candidate there once ran past 60 s in FAST.
+        assert_eq!(
+            at("64,32,1,32768,128,f16,causal=br,kv=8"),
+            Duration::from_secs(300)
+        );
+        // A 32k prefill: 0.6 GiB, 8.8 TFLOP.
+        let prefill = at("1,32,32768,32768,128,f16,causal,kv=8");
+        assert!(prefill > Duration::from_secs(100) && prefill < Duration::from_secs(120));
+        // The largest of several objectives decides.
+        let both = default_timeout(&[
+            "1,8,512,512,64,f16".parse().unwrap(),
+            "64,32,1,32768,128,f16,causal=br,kv=8".parse().unwrap(),
+        ]);
+        assert_eq!(both, Duration::from_secs(300));
     }
 }

@@ -5,11 +5,14 @@ use super::EvolveArgs;
 use anyhow::Context;
 use evo_gates::TimingSuite;
 use evo_genome::{Dtype, GenomeFile, Pass, Problem};
+use evo_lineage::Lineage;
 use evo_mutator::{
-    BudgetConfig, EvolutionParams, ExperimentConfig, IslandConfig, StrategyKind, EXPERIMENT_FILE,
+    Budget, BudgetConfig, EvolutionParams, ExperimentConfig, IslandConfig, StrategyKind,
+    EXPERIMENT_FILE,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 impl EvolveArgs {
     /// The pass asked for (`--pass`), forward when none.
@@ -260,10 +263,60 @@ fn check_resume(
     Ok((config, write))
 }
 
+/// The wall time a resumed search's earlier runs spent, from its lineage.
+pub(super) struct Spent {
+    /// As recorded.
+    pub wall_s: f64,
+    pub time: Duration,
+    pub limit: Duration,
+    /// Candidates in the lineage on file.
+    pub candidates: usize,
+}
+
+impl Spent {
+    /// No time is left.
+    pub fn is_all(&self) -> bool {
+        self.time >= self.limit
+    }
+}
+
+/// What the earlier runs of a resumed search under a wall budget spent, as its lineage
+/// records (`wall_s`); `None` for a new search, an evaluation budget, or a lineage
+/// written without it (its clock starts at 0).
+pub(super) fn spent_before(
+    resumed: bool,
+    lineage_path: &Path,
+    budget: Budget,
+) -> anyhow::Result<Option<Spent>> {
+    let Budget::Wall(limit) = budget else {
+        return Ok(None);
+    };
+    if !resumed || !lineage_path.exists() {
+        return Ok(None);
+    }
+    let lineage = Lineage::load(lineage_path)?;
+    let Some(seconds) = lineage.wall_s else {
+        return Ok(None);
+    };
+    let time = Duration::try_from_secs_f64(seconds).map_err(|_| {
+        Refusal(format!(
+            "{}: wall_s = {seconds} is not a time this search can have spent; correct or remove the field",
+            lineage_path.display()
+        ))
+    })?;
+    Ok(Some(Spent {
+        wall_s: seconds,
+        time,
+        limit,
+        candidates: lineage.len(),
+    }))
+}
+
 /// The budget a resume runs to: a total that only grows. A lower one would replay only
 /// the first evaluations and cut the recorded lineage short; a budget of the other kind
 /// (evaluations against minutes) cannot be compared, so it is refused too. `None`: keep
-/// the recorded one.
+/// the recorded one. Minutes are a total too: the wall time earlier runs spent, which
+/// the lineage records ([`spent_before`]), counts against them.
 fn grown_budget(
     args: &EvolveArgs,
     path: &Path,

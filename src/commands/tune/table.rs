@@ -263,12 +263,14 @@ pub fn write_report(
         .map(|(p, shape)| {
             let experiment = out.join(&shape.search);
             let (evaluations, search_us) = run::summary(&experiment);
-            let missing = (!run::is_done(&experiment)).then(|| {
-                format!(
-                    "no champion: see {}",
-                    shape.search.with_extension("log").display()
-                )
-            });
+            let log = shape.search.with_extension("log");
+            let missing = if !run::is_done(&experiment) {
+                Some(format!("no champion: see {}", log.display()))
+            } else if search_us.is_none() {
+                Some(format!("{}: see {}", super::NO_CHAMPION, log.display()))
+            } else {
+                None
+            };
             TableRow {
                 problem: *p,
                 evaluations,

@@ -4,22 +4,13 @@
 
 use super::*;
 
-fn scope() -> CacheScope {
-    CacheScope {
-        objective: "B1 H8 L512 D64 f16".into(),
-        device: fixture::DEVICE.into(),
-        template_hash: "t".into(),
-        toolchain: "tc".into(),
-    }
-}
-
 #[test]
 fn second_run_reuses_the_cache_and_gives_the_same_lineage() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evaluations.jsonl");
     let space = SearchSpace::full(HeadDim::D64, Target::Sm90);
     let run = |evaluator: &mut FakeEvaluator| {
-        let mut cache = EvaluationCache::open(&path, scope()).unwrap();
+        let mut cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
         let out = search(
             &config(StrategyKind::Evolutionary, Budget::Evaluations(40), 8),
             &space,
@@ -42,7 +33,7 @@ fn second_run_reuses_the_cache_and_gives_the_same_lineage() {
     assert_eq!(one.lineage.to_json(), two.lineage.to_json());
     // A larger budget reuses the 40 and evaluates only the rest.
     let mut third = FakeEvaluator::new();
-    let mut cache = EvaluationCache::open(&path, scope()).unwrap();
+    let mut cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
     let out = search(
         &config(StrategyKind::Evolutionary, Budget::Evaluations(60), 8),
         &space,
@@ -77,7 +68,7 @@ fn cache_resumes_after_a_cut_short_last_line() {
     let path = dir.path().join("evaluations.jsonl");
     let evals = some_evaluations(5);
     {
-        let mut cache = EvaluationCache::open(&path, scope()).unwrap();
+        let mut cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
         for e in &evals {
             cache.insert(e.clone()).unwrap();
         }
@@ -86,7 +77,7 @@ fn cache_resumes_after_a_cut_short_last_line() {
     let text = std::fs::read_to_string(&path).unwrap();
     let cut = text.len() - 40;
     std::fs::write(&path, &text[..cut]).unwrap();
-    let mut cache = EvaluationCache::open(&path, scope()).unwrap();
+    let mut cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
     assert_eq!(cache.len(), 4);
     assert_eq!(cache.report.warnings.len(), 1);
     assert!(
@@ -96,7 +87,7 @@ fn cache_resumes_after_a_cut_short_last_line() {
     );
     cache.insert(evals[4].clone()).unwrap();
     drop(cache);
-    let cache = EvaluationCache::open(&path, scope()).unwrap();
+    let cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
     assert_eq!(
         (cache.len(), cache.report.warnings.len()),
         (5, 0),
@@ -107,11 +98,16 @@ fn cache_resumes_after_a_cut_short_last_line() {
     // A record that lost only its newline is kept, and the next one starts a new line.
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.trim_end()).unwrap();
-    let mut cache = EvaluationCache::open(&path, scope()).unwrap();
+    let mut cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
     assert_eq!(cache.len(), 5);
     let extra = some_evaluations(6).pop().unwrap();
     cache.insert(extra).unwrap();
-    assert_eq!(EvaluationCache::open(&path, scope()).unwrap().len(), 6);
+    assert_eq!(
+        EvaluationCache::open(&path, fixture::cache_scope())
+            .unwrap()
+            .len(),
+        6
+    );
 }
 
 #[test]
@@ -119,7 +115,7 @@ fn cache_refuses_a_damaged_middle_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evaluations.jsonl");
     std::fs::write(&path, "{\"not\": \"a record\"}\n{}\n").unwrap();
-    let err = EvaluationCache::open(&path, scope())
+    let err = EvaluationCache::open(&path, fixture::cache_scope())
         .unwrap_err()
         .to_string();
     assert!(
@@ -146,7 +142,7 @@ fn cache_loads_records_of_an_older_schema() {
     let old_scope = CacheScope {
         template_hash: String::new(),
         toolchain: String::new(),
-        ..scope()
+        ..fixture::cache_scope()
     };
     let cache = EvaluationCache::open(&path, old_scope).unwrap();
     let e = cache.get(&g.id()).unwrap();
@@ -155,7 +151,7 @@ fn cache_loads_records_of_an_older_schema() {
         (Status::Ok, Some(12.5), 0, "")
     );
     // Under today's scope (a known template and toolchain) it loads but is not reused.
-    let cache = EvaluationCache::open(&path, scope()).unwrap();
+    let cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
     assert_eq!((cache.len(), cache.report.other_scope), (0, 1));
 }
 
@@ -163,12 +159,12 @@ fn cache_loads_records_of_an_older_schema() {
 fn cache_refuses_to_mix_devices() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evaluations.jsonl");
-    let mut cache = EvaluationCache::open(&path, scope()).unwrap();
+    let mut cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
     cache.insert(some_evaluations(1).pop().unwrap()).unwrap();
     drop(cache);
     let other = CacheScope {
         device: "NVIDIA L4".into(),
-        ..scope()
+        ..fixture::cache_scope()
     };
     let err = EvaluationCache::open(&path, other).unwrap_err().to_string();
     assert!(
@@ -182,7 +178,7 @@ fn cache_refuses_to_mix_devices() {
 fn failures_are_cached_with_their_kind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evaluations.jsonl");
-    let mut cache = EvaluationCache::open(&path, scope()).unwrap();
+    let mut cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
     let g = Genome::baseline();
     cache
         .insert(Evaluation::failed(
@@ -195,6 +191,6 @@ fn failures_are_cached_with_their_kind() {
     drop(cache);
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("\"status\":\"timeout\""), "{text}");
-    let cache = EvaluationCache::open(&path, scope()).unwrap();
+    let cache = EvaluationCache::open(&path, fixture::cache_scope()).unwrap();
     assert_eq!(cache.get(&g.id()).unwrap().status, Status::Timeout);
 }

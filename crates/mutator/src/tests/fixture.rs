@@ -14,6 +14,16 @@ use std::path::Path;
 
 pub const DEVICE: &str = "Synthetic GPU (test fixture, not a measurement)";
 
+/// The scope of the cache tests' records: the seed shape on the fixture's device.
+pub fn cache_scope() -> crate::cache::CacheScope {
+    crate::cache::CacheScope {
+        objective: "B1 H8 L512 D64 f16".into(),
+        device: DEVICE.into(),
+        template_hash: "t".into(),
+        toolchain: "tc".into(),
+    }
+}
+
 fn sub_space() -> SubSpace {
     let base =
         GenomeFile::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../genomes/v7a.toml"))
