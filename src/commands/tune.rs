@@ -101,7 +101,8 @@ pub struct TuneArgs {
     #[arg(long)]
     pub genomes: Option<PathBuf>,
     /// The recorded evaluations the guided strategy's cost model learns from (each
-    /// search leaves its own shape out) [default: experiments].
+    /// search leaves its own shape out): a folder or one file, kept in tune.toml for a
+    /// resume [default: experiments].
     #[arg(long, value_name = "DIR")]
     pub model_data: Option<PathBuf>,
     /// Seeds every search from N and its shape, so that the same tune run again (or on
@@ -204,6 +205,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         seeds_from: args.from.clone(),
         genomes: args.genomes.clone(),
         seed: args.seed,
+        model_data: args.model_data.clone(),
         budget: (args.budget.is_some() || args.minutes.is_some()).then_some(BudgetConfig {
             evaluations: args.budget,
             minutes: args.minutes,
@@ -302,7 +304,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     }
     let exe = std::env::current_exe().context("cannot find this evo binary")?;
     let model_data = (plan.strategy == "guided").then(|| {
-        args.model_data
+        plan.model_data
             .clone()
             .unwrap_or_else(|| super::cost_model::DEFAULT_MODEL_DATA.into())
     });

@@ -39,6 +39,10 @@ pub struct Plan {
     /// per search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// `--model-data` as given: the records the guided searches' cost model learns from;
+    /// none: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_data: Option<PathBuf>,
     /// Each shape's search budget.
     pub budget: BudgetConfig,
     /// In the order they are listed (with several GPUs, the costliest start first).
@@ -69,6 +73,7 @@ pub struct Asked {
     pub seeds_from: Option<PathBuf>,
     pub genomes: Option<PathBuf>,
     pub seed: Option<u64>,
+    pub model_data: Option<PathBuf>,
     pub budget: Option<BudgetConfig>,
 }
 
@@ -171,6 +176,7 @@ pub fn open(out: &Path, asked: &Asked, defaults: &Defaults) -> anyhow::Result<(P
             .clone()
             .unwrap_or_else(|| defaults.genomes.into()),
         seed: asked.seed,
+        model_data: asked.model_data.clone(),
         budget: asked.budget.clone().unwrap_or(BudgetConfig {
             evaluations: Some(defaults.evaluations),
             minutes: None,
@@ -259,6 +265,13 @@ fn check_resume(path: &Path, plan: &Plan, asked: &Asked) -> anyhow::Result<()> {
             plan.genomes.display().to_string(),
         )?;
     }
+    if asked.model_data.is_some() {
+        clash(
+            "model_data",
+            show(&path_of(&asked.model_data)),
+            show(&path_of(&plan.model_data)),
+        )?;
+    }
     if let Some(b) = &asked.budget {
         if *b != plan.budget {
             let label = |b: &BudgetConfig| match (b.evaluations, b.minutes) {
@@ -344,6 +357,26 @@ mod tests {
         seeded.seed = Some(3);
         let e = open(&out, &seeded, &DEFAULTS).unwrap_err().to_string();
         assert!(e.contains("records seed = none, but 3 was given"), "{e}");
+    }
+
+    #[test]
+    fn a_plan_keeps_its_model_data_for_the_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t");
+        let mut given = asked("1,8,512,512,64,f16");
+        given.model_data = Some("snapshot.jsonl.gz".into());
+        let (plan, _) = open(&out, &given, &DEFAULTS).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        plan.save(&out.join(PLAN_FILE)).unwrap();
+        let (again, _) = open(&out, &Asked::default(), &DEFAULTS).unwrap();
+        assert_eq!(again.model_data, Some("snapshot.jsonl.gz".into()));
+        let mut other = given.clone();
+        other.model_data = Some("experiments".into());
+        let e = open(&out, &other, &DEFAULTS).unwrap_err().to_string();
+        assert!(
+            e.contains("records model_data = snapshot.jsonl.gz, but experiments was given"),
+            "{e}"
+        );
     }
 
     #[test]
