@@ -107,6 +107,9 @@ pub(crate) fn late_compile(late: Option<LateCompiler>, mut request: WorkerReques
 pub(crate) struct Confirming {
     pub(crate) index: usize,
     pub(crate) first_us: f64,
+    /// The screen's evaluation: the record when, by its turn, a best confirmed
+    /// meanwhile (on any GPU) is as fast, so no confirmation runs.
+    pub(crate) screened: evo_gates::outcome::Evaluation,
     /// The screen's CUBINs, removed once the confirmation has run.
     pub(crate) screening: Vec<VariantFile>,
     pub(crate) compile: std::thread::JoinHandle<LateCompiled>,

@@ -33,6 +33,15 @@ pub struct Runner {
     pub(crate) usage: GpuUse,
 }
 
+/// `detail` with `note` in front.
+fn note(detail: &str, note: &str) -> String {
+    if detail.is_empty() {
+        note.to_string()
+    } else {
+        format!("{note}; {detail}")
+    }
+}
+
 /// The best score confirmed so far, shared by the runners of a pool: a new best on one
 /// GPU is at once the bar for all, so none re-times a candidate slower than it.
 #[derive(Debug, Default)]
@@ -99,14 +108,12 @@ impl Runner {
         match again.score_us {
             Some(us) if again.is_ok() => {
                 self.best.lower(us);
-                let note = format!(
-                    "new best re-timed before crowning: first {first_us:.2} µs, confirmed {us:.2} µs"
+                again.detail = note(
+                    &again.detail,
+                    &format!(
+                        "new best re-timed before crowning: first {first_us:.2} µs, confirmed {us:.2} µs"
+                    ),
                 );
-                again.detail = if again.detail.is_empty() {
-                    note
-                } else {
-                    format!("{note}; {}", again.detail)
-                };
                 again
             }
             // The confirmation failed where the first run passed: that failure stands.
@@ -279,9 +286,11 @@ impl Runner {
     /// full-gate variants compiled on a thread of their own while this GPU goes on with
     /// the next candidates, its confirmation run as soon as they are ready (so the GPU
     /// does not wait for that compile unless it has nothing else to do). A candidate
-    /// screened meanwhile is confirmed when it beats the confirmed best, as always: it
-    /// may be one the pending confirmation would have made unnecessary, never one it
-    /// leaves unconfirmed. Before any best is confirmed, confirmations run in turn.
+    /// screened meanwhile waits for its own confirmation when it beats the confirmed
+    /// best; when its turn comes, it is re-timed only if it still beats the best
+    /// confirmed by then on any GPU (one that does not would not be crowned, and its
+    /// screen is its record, as for any candidate slower than the best). Before any
+    /// best is confirmed, confirmations run in turn.
     pub(crate) fn run_stream_lane(
         &mut self,
         source: &Mutex<Receiver<(usize, Prepared)>>,
@@ -300,7 +309,21 @@ impl Runner {
                 if !open {
                     self.usage.late_compile += waited.elapsed();
                 }
-                let eval = self.confirm_compiled(compiled, c.first_us);
+                let eval = if self.beats_best(c.first_us) {
+                    self.confirm_compiled(compiled, c.first_us)
+                } else {
+                    // A best confirmed while this one waited (here or on another GPU)
+                    // is as fast: it would not be crowned, so it is not re-timed.
+                    if let Ok(files) = &compiled.files {
+                        remove_files(files);
+                    }
+                    let mut eval = c.screened;
+                    eval.detail = note(
+                        &eval.detail,
+                        "not re-timed: a best confirmed while it waited is as fast",
+                    );
+                    eval
+                };
                 let eval = self.settle(eval, &c.screening);
                 if results.send((c.index, eval)).is_err() {
                     return;
@@ -339,6 +362,7 @@ impl Runner {
                             confirming.push_back(Confirming {
                                 index,
                                 first_us,
+                                screened: eval,
                                 screening,
                                 compile: std::thread::spawn(move || late_compile(late, request)),
                             });

@@ -13,6 +13,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 mod compile;
+mod confirm;
 mod steady;
 
 fn request() -> WorkerRequest {
@@ -160,87 +161,6 @@ fn a_new_best_is_retimed_before_it_is_crowned() {
     r.run_prepared(vec![Prepared::Run(request())], &mut |_| seen += 1);
     assert_eq!(seen, 1, "each evaluation is handed over as it completes");
     assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 3);
-}
-
-/// A new best's full-gate variants compile on a thread of their own: the GPU goes on
-/// with the next candidates meanwhile, and the confirmation runs once they are ready
-/// (every new best is still confirmed, with the full gate's variants).
-#[test]
-fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
-    let dir = tempfile::tempdir().unwrap();
-    let cubins = dir.path().join("cubins");
-    std::fs::create_dir_all(&cubins).unwrap();
-    let log = dir.path().join("requests");
-    let json = serde_json::to_string(&answer()).unwrap();
-    let script = format!(
-        "while read line; do echo \"$line\" >> {}; sleep 0.05; echo '{json}'; done",
-        log.display()
-    );
-    let (mut pool, _, _) = RunnerPool::start(
-        &stand_in(dir.path(), &script),
-        Some(&[0]),
-        0,
-        Duration::from_secs(60),
-    )
-    .unwrap();
-    // A confirmed best exists, so confirmations overlap (the first one runs in turn).
-    pool.runners[0].best.lower(100.0);
-    let tally = Arc::new(CompileTally::new());
-    pool.runners[0].late = Some(LateCompiler {
-        toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
-        target: Target::Sm90,
-        cubin_dir: cubins.clone(),
-        cache: None,
-        tally: tally.clone(),
-    });
-    // The first candidate's full gate needs two variants it lacks (a real compile);
-    // the others need none.
-    let fa2 = named(&["fa2"])[0];
-    let first = WorkerRequest {
-        genome: fa2,
-        full_gate: evo_gates::GreenSuite::Quick.cases(),
-        ..request()
-    };
-    let (tx, rx) = mpsc::channel();
-    tx.send((0, Prepared::Run(first))).unwrap();
-    for i in 1..4 {
-        tx.send((i, Prepared::Run(request()))).unwrap();
-    }
-    drop(tx);
-    let evals = pool.run_stream(rx, 4, &mut |_| {});
-    assert_eq!(evals.len(), 4);
-    assert!(
-        evals[0].detail.contains("re-timed before crowning"),
-        "{}",
-        evals[0].detail
-    );
-    let lines = lines_of(&log);
-    let confirms: Vec<usize> = (0..lines.len())
-        .filter(|&i| lines[i].contains("\"confirm\":true"))
-        .collect();
-    assert!(!confirms.is_empty(), "{lines:?}");
-    let fa2_confirm = confirms
-        .iter()
-        .copied()
-        .find(|&i| lines[i].contains(&fa2.id().to_string()))
-        .expect("the new best was confirmed");
-    assert!(
-        lines[fa2_confirm].contains("-d128-bf16.cubin"),
-        "confirmed with the full gate's variants: {}",
-        lines[fa2_confirm]
-    );
-    let screens_before = (0..fa2_confirm)
-        .filter(|&i| !lines[i].contains("\"confirm\":true"))
-        .count();
-    assert_eq!(
-        screens_before, 4,
-        "every candidate was screened while the full gate compiled: {lines:?}"
-    );
-    assert_eq!(cubins_in(&cubins), 0, "the full gate's CUBINs are removed");
-    // The late compile is in the run's compile tally: two variants, NVRTC's seconds.
-    let (compiled, failed, seconds) = tally.totals();
-    assert_eq!((compiled, failed), (2, 0), "{:?}", tally.line(1));
-    assert!(seconds > Duration::ZERO);
 }
 
 /// A stand-in worker command: greets as `other GPU` when pinned to GPU 7, else as

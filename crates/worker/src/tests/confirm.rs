@@ -1,0 +1,162 @@
+//! New bests' confirmations in a GPU's stream: the full gate compiles while the GPU goes
+//! on, and a new best that a confirmation overtook while it waited is not re-timed.
+
+use super::*;
+use std::path::PathBuf;
+
+/// One GPU's lane on a stand-in worker that logs each request and answers 12.5 µs
+/// after 0.05 s, a confirmed best of 100 µs already on its bar (so confirmations wait
+/// for their full gate's compile while the GPU goes on), and a real late compiler.
+struct Lane {
+    pool: RunnerPool,
+    cubins: PathBuf,
+    log: PathBuf,
+    tally: Arc<CompileTally>,
+}
+
+fn lane(dir: &Path) -> Lane {
+    let cubins = dir.join("cubins");
+    std::fs::create_dir_all(&cubins).unwrap();
+    let log = dir.join("requests");
+    let json = serde_json::to_string(&answer()).unwrap();
+    let script = format!(
+        "while read line; do echo \"$line\" >> {}; sleep 0.05; echo '{json}'; done",
+        log.display()
+    );
+    let (mut pool, _, _) = RunnerPool::start(
+        &stand_in(dir, &script),
+        Some(&[0]),
+        0,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    pool.runners[0].best.lower(100.0);
+    let tally = Arc::new(CompileTally::new());
+    pool.runners[0].late = Some(LateCompiler {
+        toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
+        target: Target::Sm90,
+        cubin_dir: cubins.clone(),
+        cache: None,
+        tally: tally.clone(),
+    });
+    Lane {
+        pool,
+        cubins,
+        log,
+        tally,
+    }
+}
+
+/// A new best's full-gate variants compile on a thread of their own: the GPU goes on
+/// with the next candidates meanwhile, and the confirmation runs once they are ready
+/// (every new best is still confirmed, with the full gate's variants).
+#[test]
+fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let Lane {
+        mut pool,
+        cubins,
+        log,
+        tally,
+    } = lane(dir.path());
+    // The first candidate's full gate needs two variants it lacks (a real compile);
+    // the others need none.
+    let fa2 = named(&["fa2"])[0];
+    let first = WorkerRequest {
+        genome: fa2,
+        full_gate: evo_gates::GreenSuite::Quick.cases(),
+        ..request()
+    };
+    let (tx, rx) = mpsc::channel();
+    tx.send((0, Prepared::Run(first))).unwrap();
+    for i in 1..4 {
+        tx.send((i, Prepared::Run(request()))).unwrap();
+    }
+    drop(tx);
+    let evals = pool.run_stream(rx, 4, &mut |_| {});
+    assert_eq!(evals.len(), 4);
+    assert!(
+        evals[0].detail.contains("re-timed before crowning"),
+        "{}",
+        evals[0].detail
+    );
+    let lines = lines_of(&log);
+    let confirms: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains("\"confirm\":true"))
+        .collect();
+    assert!(!confirms.is_empty(), "{lines:?}");
+    let fa2_confirm = confirms
+        .iter()
+        .copied()
+        .find(|&i| lines[i].contains(&fa2.id().to_string()))
+        .expect("the new best was confirmed");
+    assert!(
+        lines[fa2_confirm].contains("-d128-bf16.cubin"),
+        "confirmed with the full gate's variants: {}",
+        lines[fa2_confirm]
+    );
+    let screens_before = (0..fa2_confirm)
+        .filter(|&i| !lines[i].contains("\"confirm\":true"))
+        .count();
+    assert_eq!(
+        screens_before, 4,
+        "every candidate was screened while the full gate compiled: {lines:?}"
+    );
+    assert_eq!(cubins_in(&cubins), 0, "the full gate's CUBINs are removed");
+    // The late compile is in the run's compile tally: two variants, NVRTC's seconds.
+    let (compiled, failed, seconds) = tally.totals();
+    assert_eq!((compiled, failed), (2, 0), "{:?}", tally.line(1));
+    assert!(seconds > Duration::ZERO);
+}
+
+/// New bests queued behind a confirmation are re-timed only if they still beat the best
+/// confirmed by their turn: three candidates screened at 12.5 µs against a bar of 100
+/// wait for the first one's full-gate compile; its confirmation lowers the bar to 12.5,
+/// so the two others keep their screen as their record, and say why.
+#[test]
+fn a_new_best_beaten_while_it_waits_is_not_retimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let Lane {
+        mut pool,
+        cubins,
+        log,
+        ..
+    } = lane(dir.path());
+    // Each full gate needs variants the screen lacks: real compiles, which the three
+    // screens (0.05 s each) do not wait for.
+    let (tx, rx) = mpsc::channel();
+    for (i, genome) in named(&["fa2", "v7a", "v6a"]).into_iter().enumerate() {
+        let request = WorkerRequest {
+            genome,
+            full_gate: evo_gates::GreenSuite::Quick.cases(),
+            ..request()
+        };
+        tx.send((i, Prepared::Run(request))).unwrap();
+    }
+    drop(tx);
+    let evals = pool.run_stream(rx, 3, &mut |_| {});
+    assert!(
+        evals[0].detail.contains("re-timed before crowning"),
+        "{}",
+        evals[0].detail
+    );
+    for e in &evals[1..] {
+        assert_eq!(e.score_us, Some(12.5));
+        assert!(
+            e.detail
+                .contains("not re-timed: a best confirmed while it waited is as fast"),
+            "{}",
+            e.detail
+        );
+    }
+    let confirms = lines_of(&log)
+        .iter()
+        .filter(|l| l.contains("\"confirm\":true"))
+        .count();
+    assert_eq!(confirms, 1, "only the first new best was re-timed");
+    assert_eq!(
+        cubins_in(&cubins),
+        0,
+        "the skipped full gates' CUBINs are removed"
+    );
+}
