@@ -109,14 +109,17 @@ pub fn cross_check_heads(problem: &Problem, seed: u64) -> Vec<usize> {
         .into_iter()
         .chain(first..first + group)
         .collect();
+    chosen.sort_unstable();
+    chosen.dedup();
     for h in sample(&mut rng, heads, CROSS_CHECK_HEADS) {
         if chosen.len() >= CROSS_CHECK_HEADS {
             break;
         }
-        chosen.push(h);
+        if !chosen.contains(&h) {
+            chosen.push(h);
+        }
     }
     chosen.sort_unstable();
-    chosen.dedup();
     chosen
 }
 
@@ -453,7 +456,7 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for seed in 0..20u64 {
             let chosen = cross_check_heads(&p, seed);
-            assert!(chosen.len() <= CROSS_CHECK_HEADS, "{chosen:?}");
+            assert_eq!(chosen.len(), CROSS_CHECK_HEADS, "{chosen:?}");
             assert!(
                 chosen.windows(2).all(|w| w[0] < w[1]),
                 "ascending, distinct"
