@@ -38,7 +38,7 @@ use crate::green::LaunchCheck;
 use crate::inputs::Inputs;
 use crate::kernel::{AttentionKernel, CheckRequest, Draw, RepeatPlan, RowCheck, TimingMethod};
 use crate::outcome::Timing;
-use crate::reference::{cross_check_heads, cross_check_rows, reference_at};
+use crate::reference::{cross_check_rows, reference_at};
 use crate::verify::{cross_check, reference_row_indices, verdict};
 use evo_genome::Problem;
 use rand::seq::SliceRandom;
@@ -309,11 +309,8 @@ pub fn time_problem(
     let mut cross = Vec::new();
     for (t, draws, archived) in [(repeats - 1, &last_draws, false), (kept, &kept_draws, true)] {
         let pick = planner.rng.random_range(0..sets);
-        let rows = |d: &Draw| {
-            (0..(problem.batch * problem.heads) as usize)
-                .map(|bh| cross_check_rows(problem, d.seed, bh))
-                .collect::<Vec<_>>()
-        };
+        let per_head = cross_check_rows(problem, draws[pick].seed);
+        let lq = problem.q_len;
         let requests: Vec<CheckRequest> = draws
             .iter()
             .enumerate()
@@ -321,8 +318,6 @@ pub fn time_problem(
                 draw: *d,
                 archived,
                 reference_rows: if i == pick {
-                    let per_head = rows(d);
-                    let lq = problem.q_len;
                     per_head
                         .iter()
                         .enumerate()
@@ -344,16 +339,18 @@ pub fn time_problem(
         }
         for (i, (d, f)) in draws.iter().zip(found).enumerate() {
             if i == pick {
-                cross.push((*d, f.reference_at.clone()));
+                cross.push((*d, f.reference_at.clone(), per_head.clone()));
             }
             checked.push((t, i, *d, f));
         }
     }
     // The device reference against candle's, on the rows brought back.
-    for (draw, device_rows) in &cross {
-        let heads = cross_check_heads(problem, draw.seed);
+    for (draw, device_rows, per_head) in &cross {
+        let heads: Vec<usize> = (0..per_head.len())
+            .filter(|&bh| !per_head[bh].is_empty())
+            .collect();
         let inputs = Inputs::random_heads(problem, draw.seed, 1.0, &heads);
-        let cpu = reference_at(&inputs, |bh| cross_check_rows(problem, draw.seed, bh))?;
+        let cpu = reference_at(&inputs, |bh| per_head[bh].clone())?;
         debug_assert_eq!(
             reference_row_indices(problem, &cpu).len() * problem.head_dim.get() as usize,
             device_rows.len()

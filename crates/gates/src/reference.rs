@@ -123,34 +123,34 @@ pub fn cross_check_heads(problem: &Problem, seed: u64) -> Vec<usize> {
     chosen
 }
 
-/// The rows of one (b, h) that a cross-check of the device reference compares: none
-/// for a head [`cross_check_heads`] leaves out; else the last (the partial tile), the
-/// first and middle when there is room, and random others.
-pub fn cross_check_rows(problem: &Problem, seed: u64, bh: usize) -> Vec<u32> {
+/// The rows of each (b, h), in `b·H + h` order, that a cross-check of the device
+/// reference compares: none for a head [`cross_check_heads`] leaves out; else the last
+/// (the partial tile), the first and middle when there is room, and random others.
+pub fn cross_check_rows(problem: &Problem, seed: u64) -> Vec<Vec<u32>> {
     let chosen = cross_check_heads(problem, seed);
-    if chosen.binary_search(&bh).is_err() {
-        return Vec::new();
-    }
     let lq = problem.q_len as usize;
     let n = (CROSS_CHECK_TOTAL / chosen.len())
         .clamp(1, CROSS_CHECK_ROWS)
         .min(lq);
-    let mut rng =
-        ChaCha8Rng::seed_from_u64(seed ^ 0xC0FF_EE00 ^ (bh as u64).wrapping_mul(0x9E37_79B9));
-    let mut rows: Vec<u32> = Vec::with_capacity(n);
-    for r in [lq - 1, 0, lq / 2]
-        .into_iter()
-        .chain(sample(&mut rng, lq, n))
-    {
-        if rows.len() == n {
-            break;
+    let mut per_head = vec![Vec::new(); (problem.batch * problem.heads) as usize];
+    for &bh in &chosen {
+        let mut rng =
+            ChaCha8Rng::seed_from_u64(seed ^ 0xC0FF_EE00 ^ (bh as u64).wrapping_mul(0x9E37_79B9));
+        let rows = &mut per_head[bh];
+        for r in [lq - 1, 0, lq / 2]
+            .into_iter()
+            .chain(sample(&mut rng, lq, n))
+        {
+            if rows.len() == n {
+                break;
+            }
+            if !rows.contains(&(r as u32)) {
+                rows.push(r as u32);
+            }
         }
-        if !rows.contains(&(r as u32)) {
-            rows.push(r as u32);
-        }
+        rows.sort_unstable();
     }
-    rows.sort_unstable();
-    rows
+    per_head
 }
 
 /// Computes the reference for the rows [`sample_rows`] picks.
@@ -468,8 +468,8 @@ mod tests {
                 "{chosen:?}"
             );
             // Rows only in the chosen heads (one each: Lq is 1).
-            for bh in 0..heads {
-                let rows = cross_check_rows(&p, seed, bh);
+            let per_head = cross_check_rows(&p, seed);
+            for (bh, rows) in per_head.iter().enumerate() {
                 assert_eq!(rows.is_empty(), !chosen.contains(&bh));
                 assert!(rows.iter().all(|&r| r < p.q_len));
             }
@@ -511,7 +511,8 @@ mod tests {
         assert!(part.q[left_out * q_head..(left_out + 1) * q_head]
             .iter()
             .all(|&x| x == 0));
-        let rows = |bh| cross_check_rows(&p, seed, bh);
+        let per_head = cross_check_rows(&p, seed);
+        let rows = |bh: usize| per_head[bh].clone();
         let (a, b) = (
             reference_at(&whole, rows).unwrap(),
             reference_at(&part, rows).unwrap(),
