@@ -99,7 +99,9 @@ try:
 except Exception:  # no torch, or a torch without FlexAttention (< 2.5)
     flex_attention = create_block_mask = None
 
-L2_BYTES = 50 * 1024 * 1024
+from sdpa_timing import (  # noqa: F401,E402  (re-exported: the backward's baseline, export_timing)
+    EVENTS_FROM_US, HOLD_CYCLES, L2_BYTES, L2Flush, hold, time_cold, time_graph)
+
 MAX_SETS = 64
 if torch is not None:
     BACKENDS = {
@@ -280,8 +282,10 @@ def expand_kv(t, g):
     return t if g == 1 else t.repeat_interleave(g, dim=1)
 
 
-# Score elements the float64 reference holds at once (1 GiB); a larger problem (a 32k
-# prefill's scores alone are 256 GiB) is computed a head and a block of query rows at a time.
+# Score elements the float64 reference holds at once (1 GiB), and so also elements of
+# K/V expanded to every query head: a larger problem (a 32k prefill's scores alone are
+# 256 GiB; B64 H32/8 Lk32768 D128's expanded K/V 64 GiB) is computed a head and a block
+# of query rows at a time.
 REF_CHUNK = 1 << 27
 
 
@@ -291,7 +295,7 @@ def reference(q, k, v, mask=None):
     (True = attend) or None; a row that sees no key is zeros."""
     b, h, lq, _ = q.shape
     lk = k.shape[2]
-    if b * h * lq * lk <= REF_CHUNK:
+    if b * h * lq * lk <= REF_CHUNK and b * h * lk * k.shape[-1] <= REF_CHUNK:
         return _reference_block(q, k, v, mask)
     g = h // k.shape[1]
     rows = max(1, REF_CHUNK // (b * lk))
@@ -349,116 +353,6 @@ def compare(out, ref, has_key=None):
 
 # --- CUDA ---------------------------------------------------------------------------
 
-# As FAST (crates/gates/src/fast.rs, `graph_below_us`): a call this long or longer is
-# timed alone between two events, one per repeat, rather than back to back in a graph,
-# so that evo's kernels and these baselines are timed alike (a long kernel run back to
-# back can run at lower clocks than one timed alone).
-EVENTS_FROM_US = 200.0
-# A call timed alone between two events is enqueued behind a spin of this many GPU
-# cycles (about 1 ms), so that the events measure the device's time only: after a
-# synchronize the GPU is idle, and without it the start event would run at once and
-# the interval would hold the host's dispatch of the call (PyTorch's SDPA, cuDNN's plan
-# look-up: tens of µs, which inflated the library's figures). FAST's own events follow
-# the device's input draw, which covers its (Rust) launch the same way.
-HOLD_CYCLES = 2_000_000
-
-
-def hold():
-    """Keeps the GPU busy while the host enqueues the timed call (see HOLD_CYCLES)."""
-    torch.cuda._sleep(HOLD_CYCLES)
-
-
-def time_graph(fn, calls_hint=None):
-    """(median, min, max) µs per call and the method: "graph" (replays of captured
-    calls) or, for calls of EVENTS_FROM_US and more, "events" (single calls)."""
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    # warm-up (25 ms) and a single-call estimate
-    spent = 0.0
-    while spent < 25.0:
-        start.record(); fn(0); end.record(); torch.cuda.synchronize()
-        spent += start.elapsed_time(end)
-    start.record()
-    for i in range(10):
-        fn(i)
-    end.record(); torch.cuda.synchronize()
-    est_ms = start.elapsed_time(end) / 10
-    if est_ms * 1e3 >= EVENTS_FROM_US:
-        per_call = []
-        flush = L2Flush()
-        for i in range(20):
-            flush()
-            hold()
-            start.record(); fn(i); end.record(); torch.cuda.synchronize()
-            per_call.append(start.elapsed_time(end) * 1e3)
-        per_call.sort()
-        n = len(per_call)
-        median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-        return median, per_call[0], per_call[-1], "events"
-    calls = max(1, min(4096, math.ceil(1.0 / max(est_ms, 1e-6))))
-    while True:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for i in range(3):
-                fn(i)
-        torch.cuda.current_stream().wait_stream(stream)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for i in range(calls):
-                fn(i)
-        g.replay(); torch.cuda.synchronize()
-        start.record(); g.replay(); end.record(); torch.cuda.synchronize()
-        ms = start.elapsed_time(end)
-        if ms >= 1.0 or calls >= 4096:
-            break
-        calls = min(4096, max(calls + 1, math.ceil(calls * 1.1 / max(ms, 1e-6))))
-    per_call = []
-    for _ in range(20):
-        start.record(); g.replay(); end.record(); torch.cuda.synchronize()
-        per_call.append(start.elapsed_time(end) * 1e3 / calls)
-    per_call.sort()
-    n = len(per_call)
-    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-    return median, per_call[0], per_call[-1], "graph"
-
-
-class L2Flush:
-    """A buffer twice the L2's size, read over before a call timed alone, as FAST's
-    L2Flush (crates/gates/src/device/launch.rs): nothing the call reads is in L2, and
-    L2 holds only clean lines (a write pass, `zero_()`, would leave up to 50 MB of dirty
-    lines whose write-back lands in the timed call)."""
-
-    def __init__(self):
-        l2 = torch.cuda.get_device_properties(0).L2_cache_size or L2_BYTES
-        self.buf = torch.zeros(2 * l2 // 4, dtype=torch.int32, device="cuda")
-
-    def __call__(self):
-        self.buf.max()
-
-
-def time_cold(fn, reps=20):
-    """Per-call µs of single calls, each after L2 has been read over."""
-    flush = L2Flush()
-    for _ in range(3):
-        fn(0)
-    per_call = []
-    for _ in range(reps):
-        flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        hold()
-        start.record()
-        fn(0)
-        end.record()
-        end.synchronize()
-        per_call.append(start.elapsed_time(end) * 1e3)
-    del flush
-    per_call.sort()
-    n = len(per_call)
-    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-    return median, per_call[0], per_call[-1]
-
-
 def flex_setup(p):
     """FlexAttention for `p`: (compiled flex_attention, block mask), both built here,
     outside any timing; the compilation itself happens on the first call."""
@@ -515,12 +409,22 @@ def main():
         explicit = form == "attn_mask"
         causal = form == "is_causal"
         gqa = is_gqa(p)
-        gen = torch.Generator(device="cuda").manual_seed(args.seed)
-        q = (torch.randn(b, h, lq, d, device="cuda", generator=gen) * args.q_gain).to(dtype)
-        k = torch.randn(b, hk, lk, d, device="cuda", generator=gen).to(dtype)
-        v = torch.randn(b, hk, lk, d, device="cuda", generator=gen).to(dtype)
-        mask = visible_mask(p, "cuda") if form != "none" else None
-        ref = reference(q, k, v, mask)
+        try:
+            gen = torch.Generator(device="cuda").manual_seed(args.seed)
+            q = (torch.randn(b, h, lq, d, device="cuda", generator=gen) * args.q_gain).to(dtype)
+            k = torch.randn(b, hk, lk, d, device="cuda", generator=gen).to(dtype)
+            v = torch.randn(b, hk, lk, d, device="cuda", generator=gen).to(dtype)
+            mask = visible_mask(p, "cuda") if form != "none" else None
+            ref = reference(q, k, v, mask)
+        except Exception as e:  # e.g. out of memory: this shape's rows say so, the rest go on
+            q = k = v = mask = None
+            torch.cuda.empty_cache()
+            why = f"the inputs or the float64 reference failed: {describe(e)}"
+            for name in names:
+                if name != "flex":
+                    results.append(dict(blank(name), error=why))
+            print(f"sdpa {p}: {why}", file=sys.stderr)
+            continue
         has_key, bias, expanded = None, None, None
         if explicit:
             has_key = mask.any(-1)

@@ -183,6 +183,22 @@ def test_torch():
         finally:
             sb.REF_CHUNK = whole
         check(torch.allclose(chunked, want, rtol=1e-12, atol=1e-12), f"chunked reference {p}")
+        # a decode-like problem: few scores, but K/V expanded to every head past REF_CHUNK
+        # (B64 H32/8 Lk32768 D128's would be 64 GiB in float64): chunked by heads too
+        whole, sb.REF_CHUNK = sb.REF_CHUNK, b * h * lq * lk
+        try:
+            if b * h * lk * d > sb.REF_CHUNK:
+                calls, block = [], sb._reference_block
+                sb._reference_block = lambda *a: calls.append(a[0].shape[1]) or block(*a)
+                try:
+                    by_heads = sb.reference(q, k, v, sb.visible_mask(p))
+                finally:
+                    sb._reference_block = block
+                check(calls and max(calls) == 1, f"reference by heads when K/V is large {p}")
+                check(torch.allclose(by_heads, want, rtol=1e-12, atol=1e-12),
+                      f"reference by heads {p}")
+        finally:
+            sb.REF_CHUNK = whole
 
     # the comparison: NaN in empty rows is recorded, not counted; elsewhere it is
     p = problem(lq=7, lk=3, causal=True, align="bottom_right")

@@ -103,7 +103,7 @@ pub(crate) fn late_compile(late: Option<LateCompiler>, mut request: WorkerReques
     LateCompiled { request, files }
 }
 
-/// A new best waiting for its full-gate compile, in a runner's stream.
+/// A new best waiting for its confirmation, in a runner's stream.
 pub(crate) struct Confirming {
     pub(crate) index: usize,
     pub(crate) first_us: f64,
@@ -112,5 +112,23 @@ pub(crate) struct Confirming {
     pub(crate) screened: evo_gates::outcome::Evaluation,
     /// The screen's CUBINs, removed once the confirmation has run.
     pub(crate) screening: Vec<VariantFile>,
-    pub(crate) compile: std::thread::JoinHandle<LateCompiled>,
+    pub(crate) late: Late,
+}
+
+/// Where a new best's full gate stands.
+pub(crate) enum Late {
+    /// Its variants compiling on a thread of their own (the new best holds a claim on
+    /// the pool's bar for its screen).
+    Compiling(std::thread::JoinHandle<LateCompiled>),
+    /// Not compiled: a screen as fast, on some GPU, was already waiting for its own
+    /// confirmation, which will most likely leave this one no new best at all. It
+    /// compiles only if that confirmation does not lower the bar below it.
+    Deferred(Box<WorkerRequest>),
+}
+
+impl Late {
+    /// Starts the full gate's compile of `request` on a thread of its own.
+    pub(crate) fn compile(late: Option<LateCompiler>, request: WorkerRequest) -> Late {
+        Late::Compiling(std::thread::spawn(move || late_compile(late, request)))
+    }
 }

@@ -20,19 +20,22 @@
 //! protocol (`protocol.rs`). A generational search's batch then waits in `ahead.rs`
 //! when it was announced ahead of its turn, and `pool.rs` hands its candidates to the
 //! first free runner; a steady-state search's candidates go one at a time through
-//! `stream.rs`, whose lanes hold the runners while candidates are waiting. A runner
+//! `stream.rs`, whose lanes (`lane.rs`) hold the runners while candidates are waiting. A runner
 //! (`runner.rs`, one per GPU; `gpus.rs`: which GPUs, pinned how) sends a candidate to
 //! its child process (`child.rs`) and waits for the answer; a new best's full-gate
-//! variants compile in `late.rs` before its confirmation run; `usage.rs` keeps where
+//! variants compile in `late.rs` before its confirmation run, against the pool's bar
+//! (`bar.rs`); `usage.rs` keeps where
 //! each GPU's time went, `tally.rs` what the compiles cost; `evaluator.rs` ties them into the search's `Evaluator`;
 //! `serve.rs` is the child's side.
 
 mod ahead;
+mod bar;
 mod child;
 mod compiler;
 mod cubin_cache;
 mod evaluator;
 mod gpus;
+mod lane;
 mod late;
 mod plan;
 mod pool;

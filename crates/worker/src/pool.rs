@@ -1,10 +1,11 @@
 //! The runner pool: one [`Runner`] per GPU, all of one model.
 
+use crate::bar::Bar;
 use crate::child::{Worker, WorkerCommand};
 use crate::compiler::Prepared;
 use crate::gpus::require_one_model;
 use crate::protocol::Hello;
-use crate::runner::{Bar, Runner};
+use crate::runner::Runner;
 use crate::usage::GpuUse;
 use anyhow::bail;
 use evo_gates::Evaluation;

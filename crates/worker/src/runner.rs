@@ -2,15 +2,16 @@
 //! child when it dies or hangs; a new best is confirmed by the full gate before it is
 //! crowned.
 
+use crate::bar::Bar;
 use crate::child::{Worker, WorkerCommand};
 use crate::compiler::{remove_files, Prepared};
-use crate::late::{late_compile, Confirming, LateCompiled, LateCompiler};
+use crate::late::{late_compile, LateCompiled, LateCompiler};
 use crate::protocol::{Hello, VariantFile, WorkerRequest, SEED_POOL};
 use crate::usage::GpuUse;
 use evo_gates::{Evaluation, Status};
 use std::io::Write;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Feeds prepared candidates to the worker child, replacing it when it dies or hangs.
@@ -34,7 +35,7 @@ pub struct Runner {
 }
 
 /// `detail` with `note` in front.
-fn note(detail: &str, note: &str) -> String {
+pub(crate) fn note(detail: &str, note: &str) -> String {
     if detail.is_empty() {
         note.to_string()
     } else {
@@ -42,33 +43,15 @@ fn note(detail: &str, note: &str) -> String {
     }
 }
 
-/// The best score confirmed so far, shared by the runners of a pool: a new best on one
-/// GPU is at once the bar for all, so none re-times a candidate slower than it.
-#[derive(Debug, Default)]
-pub(crate) struct Bar(Mutex<Option<f64>>);
-
-impl Bar {
-    pub(crate) fn get(&self) -> Option<f64> {
-        *self.0.lock().expect("no thread panics holding it")
-    }
-
-    pub(crate) fn lower(&self, us: f64) {
-        let mut best = self.0.lock().expect("no thread panics holding it");
-        if best.is_none_or(|b| us < b) {
-            *best = Some(us);
-        }
-    }
-}
-
 impl Runner {
-    fn beats_best(&self, us: f64) -> bool {
+    pub(crate) fn beats_best(&self, us: f64) -> bool {
         self.best.get().is_none_or(|best| us < best)
     }
 
     /// A new best passes the full gate before it is crowned: the full GREEN (fixed and
     /// drawn cases) and a verified FAST re-timed alone, with more repeats and a longer
     /// warm-up, on new inputs; the confirmed figure is the one recorded.
-    fn confirm(&mut self, request: WorkerRequest, first_us: f64) -> Evaluation {
+    pub(crate) fn confirm(&mut self, request: WorkerRequest, first_us: f64) -> Evaluation {
         let compiling = std::time::Instant::now();
         let compiled = late_compile(self.late.clone(), request);
         if self.late.is_some() {
@@ -78,7 +61,7 @@ impl Runner {
     }
 
     /// The confirmation once its full-gate variants are compiled ([`late_compile`]).
-    fn confirm_compiled(&mut self, compiled: LateCompiled, first_us: f64) -> Evaluation {
+    pub(crate) fn confirm_compiled(&mut self, compiled: LateCompiled, first_us: f64) -> Evaluation {
         let LateCompiled { mut request, files } = compiled;
         let late_files = match files {
             Ok(files) => files,
@@ -216,14 +199,14 @@ impl Runner {
     }
 
     /// The screen of one candidate: its seed from the pool, then its answer.
-    fn screen(&mut self, request: &mut WorkerRequest) -> Evaluation {
+    pub(crate) fn screen(&mut self, request: &mut WorkerRequest) -> Evaluation {
         request.seed = self.seed.wrapping_add(self.evaluated % SEED_POOL);
         self.evaluated += 1;
         self.ask(request)
     }
 
     /// A candidate's last evaluation: its screen's CUBINs removed, its GPU recorded.
-    fn settle(&self, mut eval: Evaluation, screening: &[VariantFile]) -> Evaluation {
+    pub(crate) fn settle(&self, mut eval: Evaluation, screening: &[VariantFile]) -> Evaluation {
         remove_files(screening);
         eval.device_index = Some(self.gpu);
         eval
@@ -250,131 +233,5 @@ impl Runner {
             })
             .inspect(|eval| done(eval))
             .collect()
-    }
-}
-
-/// How long a lane with a confirmation pending waits for a candidate before it looks
-/// at its late compiles again.
-const PENDING_POLL: Duration = Duration::from_millis(10);
-
-/// The next compiled candidate of the lanes' shared queue. A lane with nothing pending
-/// waits for one as long as it takes. A lane with a confirmation pending (`pending`)
-/// waits at most [`PENDING_POLL`], and does not wait for the queue at all while another
-/// lane holds it: that lane may be waiting for a candidate that comes only once this
-/// lane's confirmation is answered (the search's last candidates), and a lane that
-/// waited for it to let go would wait forever.
-pub(crate) fn next_candidate<T>(
-    source: &Mutex<Receiver<T>>,
-    pending: bool,
-) -> Result<T, RecvTimeoutError> {
-    if !pending {
-        let source = source.lock().expect("no thread panics holding it");
-        return source.recv().map_err(|_| RecvTimeoutError::Disconnected);
-    }
-    match source.try_lock() {
-        Ok(source) => source.recv_timeout(PENDING_POLL),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            std::thread::sleep(PENDING_POLL);
-            Err(RecvTimeoutError::Timeout)
-        }
-        Err(std::sync::TryLockError::Poisoned(_)) => panic!("no thread panics holding it"),
-    }
-}
-
-impl Runner {
-    /// One runner's share of a stream: candidates as they arrive, each new best's
-    /// full-gate variants compiled on a thread of their own while this GPU goes on with
-    /// the next candidates, its confirmation run as soon as they are ready (so the GPU
-    /// does not wait for that compile unless it has nothing else to do). A candidate
-    /// screened meanwhile waits for its own confirmation when it beats the confirmed
-    /// best; when its turn comes, it is re-timed only if it still beats the best
-    /// confirmed by then on any GPU (one that does not would not be crowned, and its
-    /// screen is its record, as for any candidate slower than the best). Before any
-    /// best is confirmed, confirmations run in turn.
-    pub(crate) fn run_stream_lane(
-        &mut self,
-        source: &Mutex<Receiver<(usize, Prepared)>>,
-        results: &mpsc::Sender<(usize, Evaluation)>,
-    ) {
-        let mut confirming: std::collections::VecDeque<Confirming> = Default::default();
-        let mut open = true;
-        loop {
-            while confirming
-                .front()
-                .is_some_and(|c| c.compile.is_finished() || !open)
-            {
-                let c = confirming.pop_front().expect("checked above");
-                let waited = std::time::Instant::now();
-                let compiled = c.compile.join().expect("a late compile does not panic");
-                if !open {
-                    self.usage.late_compile += waited.elapsed();
-                }
-                let eval = if self.beats_best(c.first_us) {
-                    self.confirm_compiled(compiled, c.first_us)
-                } else {
-                    // A best confirmed while this one waited (here or on another GPU)
-                    // is as fast: it would not be crowned, so it is not re-timed.
-                    if let Ok(files) = &compiled.files {
-                        remove_files(files);
-                    }
-                    let mut eval = c.screened;
-                    eval.detail = note(
-                        &eval.detail,
-                        "not re-timed: a best confirmed while it waited is as fast",
-                    );
-                    eval
-                };
-                let eval = self.settle(eval, &c.screening);
-                if results.send((c.index, eval)).is_err() {
-                    return;
-                }
-            }
-            if !open {
-                return;
-            }
-            // A poll that finds no candidate while a confirmation is pending is time spent
-            // waiting for candidates (its late compile runs beside the GPU either way), so
-            // it is not added to the full-gate compile waits: those are the first
-            // confirmation's compile and the compiles the stream's end waits for.
-            let next = next_candidate(source, !confirming.is_empty());
-            let (index, prepared) = match next {
-                Ok(item) => item,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => {
-                    open = false;
-                    continue;
-                }
-            };
-            let eval = match prepared {
-                Prepared::Done(eval) => eval,
-                Prepared::Run(mut request) => {
-                    let eval = self.screen(&mut request);
-                    match eval.score_us.filter(|&us| self.beats_best(us)) {
-                        // No confirmed best yet: every candidate would beat it until the
-                        // first confirmation is in, so that one runs before the next.
-                        Some(first_us) if self.best.get().is_none() => {
-                            let eval = self.confirm(request.clone(), first_us);
-                            self.settle(eval, &request.variants)
-                        }
-                        Some(first_us) => {
-                            let late = self.late.clone();
-                            let screening = request.variants.clone();
-                            confirming.push_back(Confirming {
-                                index,
-                                first_us,
-                                screened: eval,
-                                screening,
-                                compile: std::thread::spawn(move || late_compile(late, request)),
-                            });
-                            continue;
-                        }
-                        None => self.settle(eval, &request.variants),
-                    }
-                }
-            };
-            if results.send((index, eval)).is_err() {
-                return;
-            }
-        }
     }
 }

@@ -16,6 +16,10 @@ pub struct GpuUse {
     /// Of `busy`: the new bests' confirmations (the full gate and FAST again), and how many.
     pub confirming: Duration,
     pub confirmations: u64,
+    /// New bests not re-timed because a best as fast was confirmed before their turn,
+    /// and how many of them never compiled their full gate (they waited on its claim).
+    pub overtaken: u64,
+    pub overtaken_uncompiled: u64,
     pub span: Duration,
     pub(crate) first: Option<std::time::Instant>,
 }
@@ -41,11 +45,20 @@ impl GpuUse {
 
     /// `GPU 0: worker busy 42.0 s of 72.0 s (58%, 310 answers, 9 of them new bests'
     /// confirmations taking 6.1 s); waited 22.7 s for compiled candidates, 7.3 s for new
-    /// bests' full-gate compiles`.
+    /// bests' full-gate compiles`, then, when some were, `; 5 new bests overtaken before
+    /// their turn (3 of them compiled no full gate)`.
     pub fn line(&self) -> String {
+        let overtaken = if self.overtaken > 0 {
+            format!(
+                "; {} new bests overtaken before their turn ({} of them compiled no full gate)",
+                self.overtaken, self.overtaken_uncompiled
+            )
+        } else {
+            String::new()
+        };
         let span = self.span.as_secs_f64();
         format!(
-            "GPU {}: worker busy {:.1} s of {:.1} s ({:.0}%, {} answers, {} of them new bests' confirmations taking {:.1} s); waited {:.1} s for compiled candidates, {:.1} s for new bests' full-gate compiles",
+            "GPU {}: worker busy {:.1} s of {:.1} s ({:.0}%, {} answers, {} of them new bests' confirmations taking {:.1} s); waited {:.1} s for compiled candidates, {:.1} s for new bests' full-gate compiles{overtaken}",
             self.gpu,
             self.busy.as_secs_f64(),
             span,

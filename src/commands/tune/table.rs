@@ -238,6 +238,17 @@ pub fn render(rows: &[TableRow], benched: bool) -> String {
             r.experiment
         );
     }
+    let unbaselined = rows
+        .iter()
+        .filter(|r| r.missing.is_none() && r.bench.sdpa.is_none() && r.bench.sdpa_cold.is_none())
+        .count();
+    if benched && unbaselined > 0 {
+        text += &format!(
+            "\n{unbaselined} of {} shapes have no SDPA figure: every backend failed or was not \
+             run there; `bench.log` says why.\n",
+            rows.len()
+        );
+    }
     text
 }
 
@@ -356,6 +367,36 @@ mod tests {
             text.contains(
                 "| B16 H32/8 Lq1 Lk8192 D128 f16 causal-br | 200 | 179.50 / 179.20 | 182.00 (sdpa-flash) / 179.30 (sdpa-cudnn) | 1.01× / 1.00× | searches/x |"
             ),
+            "{text}"
+        );
+        assert!(!text.contains("no SDPA figure"), "{text}");
+    }
+
+    /// A shape whose SDPA baselines all failed says so under the table, and where to
+    /// read why, instead of leaving dashes unexplained.
+    #[test]
+    fn shapes_without_an_sdpa_figure_are_counted_under_the_table() {
+        let p: Problem = "64,32,1,32768,128,f16,causal=br,kv=8".parse().unwrap();
+        let c = "champion b64-h32kv8-lq1-lk32768-d128-causal-br";
+        let rows = vec![
+            figure(c, &p, 2718.9),
+            figure(&format!("{c} (cold L2)"), &p, 2717.7),
+        ];
+        let row = TableRow {
+            problem: p,
+            evaluations: Some(137),
+            search_us: Some(2719.7),
+            bench: figures_of(&rows, &p),
+            experiment: "searches/x".into(),
+            missing: None,
+        };
+        let text = render(&[row], true);
+        assert!(
+            text.contains("| 2718.90 / 2717.70 | — / — | — / — |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1 of 1 shapes have no SDPA figure") && text.contains("`bench.log`"),
             "{text}"
         );
     }

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 /// One GPU's lane on a stand-in worker that logs each request and answers 12.5 µs
 /// after 0.05 s, a confirmed best of 100 µs already on its bar (so confirmations wait
 /// for their full gate's compile while the GPU goes on), and a real late compiler.
+/// A request whose line contains `fail_confirm` (when given) is answered with a GREEN
+/// failure instead.
 struct Lane {
     pool: RunnerPool,
     cubins: PathBuf,
@@ -14,14 +16,23 @@ struct Lane {
     tally: Arc<CompileTally>,
 }
 
-fn lane(dir: &Path) -> Lane {
+fn lane(dir: &Path, fail_confirm: Option<&str>) -> Lane {
     let cubins = dir.join("cubins");
     std::fs::create_dir_all(&cubins).unwrap();
     let log = dir.join("requests");
     let json = serde_json::to_string(&answer()).unwrap();
+    let failed = serde_json::to_string(&Evaluation::failed(
+        Genome::baseline(),
+        "stand-in GPU",
+        Status::GreenFailed,
+        "stand-in failure",
+    ))
+    .unwrap();
     let script = format!(
-        "while read line; do echo \"$line\" >> {}; sleep 0.05; echo '{json}'; done",
-        log.display()
+        "while read line; do echo \"$line\" >> {log}; sleep 0.05; \
+         case \"$line\" in *'{fail}'*) echo '{failed}';; *) echo '{json}';; esac; done",
+        log = log.display(),
+        fail = fail_confirm.unwrap_or("no request contains this"),
     );
     let (mut pool, _, _) = RunnerPool::start(
         &stand_in(dir, &script),
@@ -58,7 +69,7 @@ fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
         cubins,
         log,
         tally,
-    } = lane(dir.path());
+    } = lane(dir.path(), None);
     // The first candidate's full gate needs two variants it lacks (a real compile);
     // the others need none.
     let fa2 = named(&["fa2"])[0];
@@ -112,7 +123,8 @@ fn the_gpu_goes_on_while_a_new_best_compiles_its_full_gate() {
 /// New bests queued behind a confirmation are re-timed only if they still beat the best
 /// confirmed by their turn: three candidates screened at 12.5 µs against a bar of 100
 /// wait for the first one's full-gate compile; its confirmation lowers the bar to 12.5,
-/// so the two others keep their screen as their record, and say why.
+/// so the two others keep their screen as their record, and say why. Their own full
+/// gates never compile: a screen as fast held the claim.
 #[test]
 fn a_new_best_beaten_while_it_waits_is_not_retimed() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,8 +132,8 @@ fn a_new_best_beaten_while_it_waits_is_not_retimed() {
         mut pool,
         cubins,
         log,
-        ..
-    } = lane(dir.path());
+        tally,
+    } = lane(dir.path(), None);
     // Each full gate needs variants the screen lacks: real compiles, which the three
     // screens (0.05 s each) do not wait for.
     let (tx, rx) = mpsc::channel();
@@ -154,9 +166,68 @@ fn a_new_best_beaten_while_it_waits_is_not_retimed() {
         .filter(|l| l.contains("\"confirm\":true"))
         .count();
     assert_eq!(confirms, 1, "only the first new best was re-timed");
-    assert_eq!(
-        cubins_in(&cubins),
-        0,
-        "the skipped full gates' CUBINs are removed"
+    let usage = pool.runners[0].usage;
+    assert_eq!((usage.overtaken, usage.overtaken_uncompiled), (2, 2));
+    assert!(
+        usage.line().ends_with(
+            "; 2 new bests overtaken before their turn (2 of them compiled no full gate)"
+        ),
+        "{}",
+        usage.line()
     );
+    let (compiled, failed, _) = tally.totals();
+    assert_eq!(
+        (compiled, failed),
+        (2, 0),
+        "only the first new best's full gate compiled: {:?}",
+        tally.line(1)
+    );
+    assert_eq!(cubins_in(&cubins), 0, "the full gate's CUBINs are removed");
+}
+
+/// A new best that waited on a faster screen's claim compiles its own full gate when
+/// that confirmation fails, and is confirmed: the claim held it back, never dropped it.
+#[test]
+fn a_new_best_waiting_on_a_failed_confirmation_is_confirmed_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let genomes = named(&["fa2", "v7a"]);
+    // Only the first one's confirmation carries its full gate's CUBINs, named by its id.
+    let first = genomes[0].id().to_string();
+    let Lane {
+        mut pool,
+        log,
+        tally,
+        ..
+    } = lane(dir.path(), Some(&format!("{first}-full")));
+    let (tx, rx) = mpsc::channel();
+    for (i, genome) in genomes.into_iter().enumerate() {
+        let request = WorkerRequest {
+            genome,
+            full_gate: evo_gates::GreenSuite::Quick.cases(),
+            ..request()
+        };
+        tx.send((i, Prepared::Run(request))).unwrap();
+    }
+    drop(tx);
+    let evals = pool.run_stream(rx, 2, &mut |_| {});
+    assert!(
+        evals[0].detail.contains("failed its confirmation run"),
+        "{}",
+        evals[0].detail
+    );
+    assert!(
+        evals[1].detail.contains("re-timed before crowning"),
+        "{}",
+        evals[1].detail
+    );
+    let confirms = lines_of(&log)
+        .iter()
+        .filter(|l| l.contains("\"confirm\":true"))
+        .count();
+    assert_eq!(
+        confirms, 2,
+        "both were re-timed, the second after the first"
+    );
+    let (compiled, failed, _) = tally.totals();
+    assert_eq!((compiled, failed), (4, 0), "{:?}", tally.line(1));
 }

@@ -71,7 +71,7 @@ fn submitted_candidates_are_answered_as_each_gpu_finishes() {
 /// queue instead of waiting for the other lane to let go of it.
 #[test]
 fn a_lane_with_a_confirmation_pending_never_waits_behind_a_lane_waiting_for_candidates() {
-    use crate::runner::next_candidate;
+    use crate::lane::next_candidate;
     use std::sync::mpsc::RecvTimeoutError;
     use std::sync::Mutex;
 
