@@ -12,7 +12,9 @@
 //! - The cold pass of a repeat gets inputs of its own, not the warm pass's again.
 //! - Every guard is checked after every pass, and every call of the last repeat (both
 //!   passes) is checked after the fact against the CPU reference on sampled rows of dQ, dK and dV,
-//!   with GREEN's limits: a kernel that skips work while timed fails here.
+//!   with GREEN's limits: a kernel that skips work while timed fails here. The calls are
+//!   checked side by side on the host's cores (each check is one core's work), and the
+//!   first that fails is named.
 //! - TFLOP/s with FlashAttention's convention: 2.5 times the forward's FLOPs.
 
 use super::green::{judge, BackwardTolerance};
@@ -23,6 +25,7 @@ use crate::inputs::{draw_stream, Inputs};
 use evo_genome::Problem;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// FlashAttention's convention: the backward's FLOPs are 2.5 times the forward's.
@@ -112,21 +115,29 @@ pub fn time_backward(
     let lse_of = |seed: u64| timing_lse(p, seed);
     let (times, last) = kernel.time(p, &seeds, &lse_of)?;
     let tol = BackwardTolerance::for_dtype(p.dtype);
-    for (i, launch) in last.iter().enumerate() {
-        let inputs = timed_inputs(p, launch.seed, launch.lse.clone());
-        let out = BackwardOutput {
-            dq: launch.dq.clone(),
-            dk: launch.dk.clone(),
-            dv: launch.dv.clone(),
-            breach: None,
-            inputs_changed: None,
-        };
-        let verdict = judge(&inputs, &out)?;
-        let bad: Vec<String> = verdict
-            .tensors
-            .iter()
-            .flat_map(|t| t.violations(&tol))
-            .collect();
+    // The calls are checked on the host side by side (rayon): each rebuilds its inputs
+    // and its reference rows alone, and the GPU waits for all of them.
+    let checks: Vec<Result<Vec<String>, GateError>> = last
+        .par_iter()
+        .map(|launch| {
+            let inputs = timed_inputs(p, launch.seed, launch.lse.clone());
+            let out = BackwardOutput {
+                dq: launch.dq.clone(),
+                dk: launch.dk.clone(),
+                dv: launch.dv.clone(),
+                breach: None,
+                inputs_changed: None,
+            };
+            let verdict = judge(&inputs, &out)?;
+            Ok(verdict
+                .tensors
+                .iter()
+                .flat_map(|t| t.violations(&tol))
+                .collect())
+        })
+        .collect();
+    for (i, check) in checks.into_iter().enumerate() {
+        let bad = check?;
         if !bad.is_empty() {
             return Err(GateError::Reference(format!(
                 "{} failed the check of timed call {} of the last repeat on {p}: {}",
