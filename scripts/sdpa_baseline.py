@@ -376,6 +376,32 @@ def cuda_device():
     return torch.cuda.get_device_name(0)
 
 
+def failed_rows(names, blank, error):
+    """One row per backend (flex has none: it runs only where it would have a mask)
+    saying why the shape has no figure."""
+    return [dict(blank(name), error=error) for name in names if name != "flex"]
+
+
+def draw_and_reference(p, seed, q_gain, device="cuda"):
+    """((q, k, v, mask, ref), None) for `p` on `device`, or (None, why) when drawing the
+    inputs or computing the float64 reference failed (out of memory, say): that shape's
+    rows say so and the others are still measured."""
+    dtype = DTYPES[p["dtype"]]
+    b, h, hk, lq, lk, d = p["batch"], p["heads"], kv_heads(p), p["q_len"], p["kv_len"], p["head_dim"]
+    try:
+        gen = torch.Generator(device=device).manual_seed(seed)
+        q = (torch.randn(b, h, lq, d, device=device, generator=gen) * q_gain).to(dtype)
+        k = torch.randn(b, hk, lk, d, device=device, generator=gen).to(dtype)
+        v = torch.randn(b, hk, lk, d, device=device, generator=gen).to(dtype)
+        mask = visible_mask(p, device) if mask_form(p) != "none" else None
+        return (q, k, v, mask, reference(q, k, v, mask)), None
+    except Exception as e:
+        q = k = v = mask = None
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        return None, f"the inputs or the float64 reference failed: {describe(e)}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", required=True, help="JSON list of evo Problem objects")
@@ -397,34 +423,22 @@ def main():
                     "max_abs": None, "error": None, "timing": "graph"}
         bad = problem_error(p)
         if bad is not None:
-            for name in names:
-                if name != "flex":
-                    results.append(dict(blank(name), error=f"ValueError: {bad}"))
+            results.extend(failed_rows(names, blank, f"ValueError: {bad}"))
             print(f"sdpa {p}: {bad}", file=sys.stderr)
             continue
         dtype = DTYPES[p["dtype"]]
-        b, h, hk, lq, lk, d = p["batch"], p["heads"], kv_heads(p), p["q_len"], p["kv_len"], p["head_dim"]
         plain = is_plain(p)
         form = mask_form(p)
         explicit = form == "attn_mask"
         causal = form == "is_causal"
         gqa = is_gqa(p)
-        try:
-            gen = torch.Generator(device="cuda").manual_seed(args.seed)
-            q = (torch.randn(b, h, lq, d, device="cuda", generator=gen) * args.q_gain).to(dtype)
-            k = torch.randn(b, hk, lk, d, device="cuda", generator=gen).to(dtype)
-            v = torch.randn(b, hk, lk, d, device="cuda", generator=gen).to(dtype)
-            mask = visible_mask(p, "cuda") if form != "none" else None
-            ref = reference(q, k, v, mask)
-        except Exception as e:  # e.g. out of memory: this shape's rows say so, the rest go on
-            q = k = v = mask = None
-            torch.cuda.empty_cache()
-            why = f"the inputs or the float64 reference failed: {describe(e)}"
-            for name in names:
-                if name != "flex":
-                    results.append(dict(blank(name), error=why))
+        drawn, why = draw_and_reference(p, args.seed, args.q_gain)
+        if drawn is None:
+            results.extend(failed_rows(names, blank, why))
             print(f"sdpa {p}: {why}", file=sys.stderr)
             continue
+        q, k, v, mask, ref = drawn
+        del drawn
         has_key, bias, expanded = None, None, None
         if explicit:
             has_key = mask.any(-1)

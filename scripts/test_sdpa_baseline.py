@@ -133,6 +133,11 @@ def test_mask_form():
     check(sb.problem_error(problem(h=4, kv=3)) is not None, "kv_heads must divide heads")
     check(sb.problem_error(problem(align="diagonal")) is not None, "align checked")
     check(all(sb.problem_error(p) is None for p in SHAPES), "valid shapes pass")
+    # a shape with no figure: one row per backend that would have run, flex never
+    rows = sb.failed_rows(["cudnn", "flash", "efficient", "flex"],
+                          lambda name: {"backend": name, "error": None}, "why")
+    check([(r["backend"], r["error"]) for r in rows]
+          == [("cudnn", "why"), ("flash", "why"), ("efficient", "why")], "failed_rows")
 
 
 def test_torch():
@@ -199,6 +204,24 @@ def test_torch():
                       f"reference by heads {p}")
         finally:
             sb.REF_CHUNK = whole
+
+    # a shape whose inputs or reference fail is reported, not raised: the run goes on
+    p = problem(lq=5, lk=7, causal=True)
+    drawn, why = sb.draw_and_reference(p, 0, 1.0, device="cpu")
+    check(why is None and drawn[0].dtype == torch.float16
+          and tuple(drawn[4].shape) == (1, 1, 5, 64) and drawn[4].dtype == torch.float64,
+          f"draw_and_reference draws the inputs and their reference: {why}")
+    real = sb.reference
+
+    def out_of_memory(*_):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
+    sb.reference = out_of_memory
+    try:
+        drawn, why = sb.draw_and_reference(p, 0, 1.0, device="cpu")
+    finally:
+        sb.reference = real
+    check(drawn is None and "out of memory" in why and "float64 reference" in why,
+          f"a failed reference is a reason, not an exception: {why}")
 
     # the comparison: NaN in empty rows is recorded, not counted; elsewhere it is
     p = problem(lq=7, lk=3, causal=True, align="bottom_right")
