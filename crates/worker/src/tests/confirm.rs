@@ -4,9 +4,9 @@
 use super::*;
 use std::path::PathBuf;
 
-/// One GPU's lane on a stand-in worker that logs each request and answers 12.5 µs
-/// after 0.05 s, a confirmed best of 100 µs already on its bar (so confirmations wait
-/// for their full gate's compile while the GPU goes on), and a real late compiler.
+/// The lanes of `gpus` on stand-in workers that log each request and answer 12.5 µs
+/// after 0.05 s, a confirmed best of 100 µs already on the pool's bar (so confirmations
+/// wait for their full gate's compile while the GPU goes on), and a real late compiler.
 /// A request whose line contains `fail_confirm` (when given) is answered with a GREEN
 /// failure instead.
 struct Lane {
@@ -17,6 +17,10 @@ struct Lane {
 }
 
 fn lane(dir: &Path, fail_confirm: Option<&str>) -> Lane {
+    lanes(dir, &[0], fail_confirm)
+}
+
+fn lanes(dir: &Path, gpus: &[u32], fail_confirm: Option<&str>) -> Lane {
     let cubins = dir.join("cubins");
     std::fs::create_dir_all(&cubins).unwrap();
     let log = dir.join("requests");
@@ -36,20 +40,23 @@ fn lane(dir: &Path, fail_confirm: Option<&str>) -> Lane {
     );
     let (mut pool, _, _) = RunnerPool::start(
         &stand_in(dir, &script),
-        Some(&[0]),
+        Some(gpus),
         0,
         Duration::from_secs(60),
     )
     .unwrap();
     pool.runners[0].best.lower(100.0);
     let tally = Arc::new(CompileTally::new());
-    pool.runners[0].late = Some(LateCompiler {
+    let late = LateCompiler {
         toolchain: Toolchain::discover().expect("NVRTC (run `just nvrtc`)"),
         target: Target::Sm90,
         cubin_dir: cubins.clone(),
         cache: None,
         tally: tally.clone(),
-    });
+    };
+    for runner in &mut pool.runners {
+        runner.late = Some(late.clone());
+    }
     Lane {
         pool,
         cubins,
@@ -230,4 +237,52 @@ fn a_new_best_waiting_on_a_failed_confirmation_is_confirmed_itself() {
     );
     let (compiled, failed, _) = tally.totals();
     assert_eq!((compiled, failed), (4, 0), "{:?}", tally.line(1));
+}
+
+/// The claim is the pool's: on two GPUs, four new bests screened alike compile one full
+/// gate between them, the first one's, and the others, on either GPU, wait for its
+/// confirmation and keep their screens (a lane whose stream has ended waits for the
+/// other lane's claim to settle rather than compiling its own).
+#[test]
+fn new_bests_on_two_gpus_compile_one_full_gate_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Lane {
+        mut pool,
+        cubins,
+        log,
+        tally,
+    } = lanes(dir.path(), &[0, 1], None);
+    let (tx, rx) = mpsc::channel();
+    for (i, genome) in named(&["fa2", "v7a", "v6a", "v5"]).into_iter().enumerate() {
+        let request = WorkerRequest {
+            genome,
+            full_gate: evo_gates::GreenSuite::Quick.cases(),
+            ..request()
+        };
+        tx.send((i, Prepared::Run(request))).unwrap();
+    }
+    drop(tx);
+    let evals = pool.run_stream(rx, 4, &mut |_| {});
+    assert_eq!(evals.len(), 4);
+    let confirmed = evals
+        .iter()
+        .filter(|e| e.detail.contains("re-timed before crowning"))
+        .count();
+    let kept = evals
+        .iter()
+        .filter(|e| e.detail.contains("not re-timed"))
+        .count();
+    assert_eq!((confirmed, kept), (1, 3), "{evals:#?}");
+    let gpus: std::collections::HashSet<_> = evals.iter().map(|e| e.device_index).collect();
+    assert_eq!(gpus.len(), 2, "both GPUs screened: {gpus:?}");
+    let confirms = lines_of(&log)
+        .iter()
+        .filter(|l| l.contains("\"confirm\":true"))
+        .count();
+    assert_eq!(confirms, 1);
+    let (compiled, failed, _) = tally.totals();
+    assert_eq!((compiled, failed), (2, 0), "{:?}", tally.line(1));
+    let uncompiled: u64 = pool.usage().iter().map(|u| u.overtaken_uncompiled).sum();
+    assert_eq!(uncompiled, 3);
+    assert_eq!(cubins_in(&cubins), 0);
 }
