@@ -13,6 +13,13 @@ except ImportError:
 L2_BYTES = 50 * 1024 * 1024
 
 
+def spread(per_call):
+    """(median, min, max) of the per-call times."""
+    t = sorted(per_call)
+    n = len(t)
+    return (t[n // 2] if n % 2 else (t[n // 2 - 1] + t[n // 2]) / 2), t[0], t[-1]
+
+
 # As FAST (crates/gates/src/fast.rs, `graph_below_us`): a call this long or longer is
 # timed alone between two events, one per repeat, rather than back to back in a graph,
 # so that evo's kernels and these baselines are timed alike (a long kernel run back to
@@ -55,10 +62,7 @@ def time_graph(fn, calls_hint=None):
             hold()
             start.record(); fn(i); end.record(); torch.cuda.synchronize()
             per_call.append(start.elapsed_time(end) * 1e3)
-        per_call.sort()
-        n = len(per_call)
-        median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-        return median, per_call[0], per_call[-1], "events"
+        return spread(per_call) + ("events",)
     calls = max(1, min(4096, math.ceil(1.0 / max(est_ms, 1e-6))))
     while True:
         stream = torch.cuda.Stream()
@@ -81,10 +85,7 @@ def time_graph(fn, calls_hint=None):
     for _ in range(20):
         start.record(); g.replay(); end.record(); torch.cuda.synchronize()
         per_call.append(start.elapsed_time(end) * 1e3 / calls)
-    per_call.sort()
-    n = len(per_call)
-    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-    return median, per_call[0], per_call[-1], "graph"
+    return spread(per_call) + ("graph",)
 
 
 class L2Flush:
@@ -117,7 +118,4 @@ def time_cold(fn, reps=20):
         end.synchronize()
         per_call.append(start.elapsed_time(end) * 1e3)
     del flush
-    per_call.sort()
-    n = len(per_call)
-    median = per_call[n // 2] if n % 2 else (per_call[n // 2 - 1] + per_call[n // 2]) / 2
-    return median, per_call[0], per_call[-1]
+    return spread(per_call)

@@ -40,6 +40,11 @@ pub const TUNE_STRATEGY: &str = "guided";
 /// What the tune says of a search that ended with no candidate through the gates.
 pub(crate) const NO_CHAMPION: &str = "no candidate passed the gates";
 
+/// A finished search's champion as its progress line says it, or [`NO_CHAMPION`].
+fn champion_text(us: Option<f64>) -> String {
+    us.map_or(NO_CHAMPION.into(), |u| format!("champion {u:.2} µs"))
+}
+
 /// Evaluations per shape when neither --budget nor --minutes is given (evolve's default).
 const DEFAULT_EVALUATIONS: usize = 200;
 
@@ -283,7 +288,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
                 "[{}/{n}] {p}: searched before ({} evaluations, {}), skipped",
                 index + 1,
                 evaluations.map_or("?".into(), |e| e.to_string()),
-                us.map_or(NO_CHAMPION.into(), |u| format!("champion {u:.2} µs"))
+                champion_text(us)
             );
             continue;
         }
@@ -336,7 +341,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
                     evaluations.map_or("?".into(), |e| e.to_string()),
                     f.wall.as_secs_f64(),
                     f.gpu.map_or(String::new(), |g| format!(" on GPU {g}")),
-                    us.map_or(NO_CHAMPION.into(), |u| format!("champion {u:.2} µs")),
+                    champion_text(us),
                     f.job.experiment.display()
                 );
             }

@@ -174,6 +174,7 @@ pub fn reference_at(
     let upcast = |bits: &[u16]| crate::inputs::upcast(p.dtype, bits);
     let mut heads = Vec::with_capacity((p.batch * p.heads) as usize);
     let mut max_abs_score = 0f32;
+    let mut kv: Option<(usize, Tensor, Tensor)> = None;
     for bh in 0..(p.batch * p.heads) as usize {
         let rows = rows_of(bh);
         // A head with no row asked for is not read at all (a cross-check of a decode
@@ -187,14 +188,21 @@ pub fn reference_at(
             continue;
         }
         let kvh = p.kv_head(bh);
-        let (q, k, v) = (
-            upcast(&inputs.q[bh * lq * d..(bh + 1) * lq * d]),
-            upcast(&inputs.k[kvh * lk * d..(kvh + 1) * lk * d]),
-            upcast(&inputs.v[kvh * lk * d..(kvh + 1) * lk * d]),
-        );
+        let q = upcast(&inputs.q[bh * lq * d..(bh + 1) * lq * d]);
         let qh = Tensor::from_vec(q, (lq, d), &dev).map_err(candle_err)?;
-        let kh = Tensor::from_vec(k, (lk, d), &dev).map_err(candle_err)?;
-        let vh = Tensor::from_vec(v, (lk, d), &dev).map_err(candle_err)?;
+        // The query heads of a group are consecutive: their K/V head is upcast once.
+        let (kh, vh) = match &kv {
+            Some((h, kh, vh)) if *h == kvh => (kh.clone(), vh.clone()),
+            _ => {
+                let head = |t: &[u16]| {
+                    Tensor::from_vec(upcast(&t[kvh * lk * d..(kvh + 1) * lk * d]), (lk, d), &dev)
+                        .map_err(candle_err)
+                };
+                let (kh, vh) = (head(&inputs.k)?, head(&inputs.v)?);
+                kv = Some((kvh, kh.clone(), vh.clone()));
+                (kh, vh)
+            }
+        };
         let idx = Tensor::from_slice(&rows, rows.len(), &dev).map_err(candle_err)?;
         let q_rows = qh.index_select(&idx, 0).map_err(candle_err)?;
         let scores = q_rows

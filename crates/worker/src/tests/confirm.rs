@@ -65,6 +65,23 @@ fn lanes(dir: &Path, gpus: &[u32], fail_confirm: Option<&str>) -> Lane {
     }
 }
 
+/// Runs `genomes` through the pool's stream in order, each a request whose full gate
+/// (GREEN's quick suite) needs variants its screen lacks: real compiles.
+fn run_full_gates(pool: &mut RunnerPool, genomes: Vec<Genome>) -> Vec<Evaluation> {
+    let n = genomes.len();
+    let (tx, rx) = mpsc::channel();
+    for (i, genome) in genomes.into_iter().enumerate() {
+        let request = WorkerRequest {
+            genome,
+            full_gate: evo_gates::GreenSuite::Quick.cases(),
+            ..request()
+        };
+        tx.send((i, Prepared::Run(request))).unwrap();
+    }
+    drop(tx);
+    pool.run_stream(rx, n, &mut |_| {})
+}
+
 /// A new best's full-gate variants compile on a thread of their own: the GPU goes on
 /// with the next candidates meanwhile, and the confirmation runs once they are ready
 /// (every new best is still confirmed, with the full gate's variants).
@@ -143,17 +160,7 @@ fn a_new_best_beaten_while_it_waits_is_not_retimed() {
     } = lane(dir.path(), None);
     // Each full gate needs variants the screen lacks: real compiles, which the three
     // screens (0.05 s each) do not wait for.
-    let (tx, rx) = mpsc::channel();
-    for (i, genome) in named(&["fa2", "v7a", "v6a"]).into_iter().enumerate() {
-        let request = WorkerRequest {
-            genome,
-            full_gate: evo_gates::GreenSuite::Quick.cases(),
-            ..request()
-        };
-        tx.send((i, Prepared::Run(request))).unwrap();
-    }
-    drop(tx);
-    let evals = pool.run_stream(rx, 3, &mut |_| {});
+    let evals = run_full_gates(&mut pool, named(&["fa2", "v7a", "v6a"]));
     assert!(
         evals[0].detail.contains("re-timed before crowning"),
         "{}",
@@ -206,17 +213,7 @@ fn a_new_best_waiting_on_a_failed_confirmation_is_confirmed_itself() {
         tally,
         ..
     } = lane(dir.path(), Some(&format!("{first}-full")));
-    let (tx, rx) = mpsc::channel();
-    for (i, genome) in genomes.into_iter().enumerate() {
-        let request = WorkerRequest {
-            genome,
-            full_gate: evo_gates::GreenSuite::Quick.cases(),
-            ..request()
-        };
-        tx.send((i, Prepared::Run(request))).unwrap();
-    }
-    drop(tx);
-    let evals = pool.run_stream(rx, 2, &mut |_| {});
+    let evals = run_full_gates(&mut pool, genomes);
     assert!(
         evals[0].detail.contains("failed its confirmation run"),
         "{}",
@@ -252,17 +249,7 @@ fn new_bests_on_two_gpus_compile_one_full_gate_between_them() {
         log,
         tally,
     } = lanes(dir.path(), &[0, 1], None);
-    let (tx, rx) = mpsc::channel();
-    for (i, genome) in named(&["fa2", "v7a", "v6a", "v5"]).into_iter().enumerate() {
-        let request = WorkerRequest {
-            genome,
-            full_gate: evo_gates::GreenSuite::Quick.cases(),
-            ..request()
-        };
-        tx.send((i, Prepared::Run(request))).unwrap();
-    }
-    drop(tx);
-    let evals = pool.run_stream(rx, 4, &mut |_| {});
+    let evals = run_full_gates(&mut pool, named(&["fa2", "v7a", "v6a", "v5"]));
     assert_eq!(evals.len(), 4);
     let confirmed = evals
         .iter()
