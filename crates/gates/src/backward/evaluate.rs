@@ -30,10 +30,16 @@ pub fn evaluate_backward(
         resources,
         ..Evaluation::failed(*genome, device, status, detail)
     };
+    let t0 = std::time::Instant::now();
     let reports = match run_backward_green(kernel, green_cases, seed, true, references) {
         Ok(r) => r,
         Err(e) => return fail(Status::RuntimeFailed, e.to_string()),
     };
+    tracing::debug!(
+        cases = green_cases.len(),
+        ms = t0.elapsed().as_secs_f64() * 1e3,
+        "GREEN (backward)"
+    );
     if let Some(bad) = reports.iter().find(|r| !r.passed()) {
         return fail(
             Status::GreenFailed,

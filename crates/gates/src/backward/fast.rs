@@ -113,7 +113,9 @@ pub fn time_backward(
         .map(|_| (0..2 * sets).map(|_| rng.random()).collect())
         .collect();
     let lse_of = |seed: u64| timing_lse(p, seed);
+    let t0 = std::time::Instant::now();
     let (times, last) = kernel.time(p, &seeds, &lse_of)?;
+    let timed_ms = t0.elapsed().as_secs_f64() * 1e3;
     let tol = BackwardTolerance::for_dtype(p.dtype);
     // The calls are checked on the host side by side (rayon): each rebuilds its inputs
     // and its reference rows alone, and the GPU waits for all of them.
@@ -136,6 +138,14 @@ pub fn time_backward(
                 .collect())
         })
         .collect();
+    tracing::debug!(
+        kernel = kernel.name(),
+        problem = %p,
+        timed_ms,
+        checked = last.len(),
+        check_ms = t0.elapsed().as_secs_f64() * 1e3 - timed_ms,
+        "FAST (backward)"
+    );
     for (i, check) in checks.into_iter().enumerate() {
         let bad = check?;
         if !bad.is_empty() {

@@ -11,7 +11,7 @@ use crate::backward::inputs::D_O_STREAM;
 use crate::error::GateError;
 use crate::inputs::{guard_breach, poison_bits, GUARD_BITS, GUARD_ELEMS, GUARD_F32_BITS};
 use crate::philox::value_scale;
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 use evo_genome::Problem;
 use evo_runtime::{bwd_workspace_len, BackwardModule, BwdBuffers};
 use std::sync::Arc;
@@ -127,11 +127,15 @@ impl CallBuffers {
             .map_err(driver(format!("downloading {what}")))
     }
 
-    /// The first changed guard of any buffer, named.
+    /// The first changed guard of any buffer, named. Only the guards are read: FAST
+    /// checks them after every pass, and a whole buffer each time would be most of its
+    /// wall time at a training shape.
     fn breach(&self, st: &Arc<CudaStream>) -> Result<Option<String>, GateError> {
-        for (i, (what, _, n)) in self.half.iter().enumerate() {
-            let all = self.download(st, i)?;
-            if let Some(b) = guard_breach(what, &all[*n..], GUARD_BITS) {
+        for (what, buf, n) in &self.half {
+            let guard = st
+                .clone_dtoh(&buf.slice(*n..))
+                .map_err(driver(format!("downloading the guard of {what}")))?;
+            if let Some(b) = guard_breach(what, &guard, GUARD_BITS) {
                 return Ok(Some(b));
             }
         }
@@ -374,11 +378,15 @@ fn draw_call(
         });
     }
     verifier.draw(p.dtype, &jobs)?;
+    // The outputs are poisoned on the device, in the stream's order: a call that leaves
+    // an element unwritten leaves the poison there for the check.
     let poison = poison_bits(p.dtype);
     for i in [DQ, DK, DV] {
         let n = b.half[i].2;
-        let fill = vec![poison; n];
-        st.memcpy_htod(&fill, &mut b.half[i].1.slice_mut(..n))
+        // SAFETY: the buffer holds n elements before its guard, and the memset is queued
+        // on the stream that every use of the buffer goes through.
+        unsafe { sys::cuMemsetD16Async(h(i), poison, n, st.cu_stream()) }
+            .result()
             .map_err(driver(format!("poisoning {}", NAMES[i])))?;
     }
     Ok(())

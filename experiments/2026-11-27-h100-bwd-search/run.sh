@@ -1,0 +1,33 @@
+#!/bin/bash
+# Where a backward candidate's ~25 s goes at B2 H16 L4096 D128 (EVO_LOG=evo_gates=debug:
+# GREEN's and FAST's wall times, FAST's timed calls and their host checks apart), then
+# searches. Usage (repository root, one GPU): OUT=DIR bash experiments/2026-11-27-h100-bwd-search/run.sh STEP
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64
+R=$OUT/bwd; mkdir -p $R
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "cores: $(nproc)"; } >> $R/info.txt 2>&1
+case $1 in
+phases)
+  s=$(date +%s)
+  EVO_LOG=evo_gates=debug target/release/evo evolve --pass backward --problem 2,16,4096,4096,128,f16 \
+    --budget 4 --seed 3 --cubin-cache off --experiment $R/phases > $R/phases.txt 2>&1
+  echo "phases exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
+  grep -E "GREEN|FAST|GPU 0|compiles" $R/phases.txt | sed 's/\x1b\[[0-9;]*m//g' | tail -20 ;;
+verdicts)
+  # The hand-written backward kernels of tests/kernels get their expected verdicts (the
+  # gates' GPU test, from the test binary built with --features gpu and carried here).
+  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" target/record/gates-tests.xz target/gates-tests
+  chmod +x target/gates-tests
+  s=$(date +%s)
+  target/gates-tests backward::gpu_tests --test-threads=1 --nocapture > $R/verdicts.txt 2>&1
+  echo "verdicts exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
+  tail -5 $R/verdicts.txt ;;
+landscape)
+  # Every valid Hopper backward genome at B2 H16 L4096 D128 (plan-d128.toml, the plan of
+  # experiments/2026-11-27-h100-bwd-d256 run l1); resumable with the same --out.
+  s=$(date +%s)
+  target/release/evo landscape --plan experiments/2026-11-27-h100-bwd-search/plan-d128.toml \
+    --out $R/landscape-d128 > $R/landscape.txt 2>&1
+  echo "landscape exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
+  tail -12 $R/landscape.txt ;;
+esac
