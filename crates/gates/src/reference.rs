@@ -91,33 +91,53 @@ pub const CROSS_CHECK_TOTAL: usize = 256;
 /// The most (b, h) a cross-check reads: a decode batch has thousands, each a K/V head of
 /// up to gigabytes, which a host reference of every one would take minutes to compute.
 pub const CROSS_CHECK_HEADS: usize = 32;
+/// The most elements of K (and as many of V) the host draws for a cross-check's heads,
+/// past those of its first, last and whole group: at a long context each K/V head is
+/// large (Lk 131072 at D128: 2^24 elements), and 32 query heads can read 8 of them.
+pub const CROSS_CHECK_KV_ELEMS: u64 = 1 << 25;
 
 /// The (b, h) a cross-check of the device reference compares, ascending: every one up
-/// to [`CROSS_CHECK_HEADS`]; past it, the first and the last, every query head of one
-/// K/V head's group (the device reference's grouped passes), and random others, the
-/// group and the others drawn from `seed` (a launch's), so that each launch looks at
-/// other heads.
+/// to [`CROSS_CHECK_HEADS`] while their K/V heads fit [`CROSS_CHECK_KV_ELEMS`]; past
+/// either, the first and the last, every query head of one K/V head's group (the
+/// device reference's grouped passes), and random others whose K/V heads fit the bound
+/// (or are drawn already), the group and the others drawn from `seed` (a launch's), so
+/// that each launch looks at other heads.
 pub fn cross_check_heads(problem: &Problem, seed: u64) -> Vec<usize> {
     let heads = (problem.batch * problem.heads) as usize;
-    if heads <= CROSS_CHECK_HEADS {
+    let group = problem.group() as usize;
+    // The (b, K/V head) a query head reads, and how many of them fit the bound.
+    let kv_of = |bh: usize| problem.kv_head(bh);
+    let kv_head_elems = (problem.kv_len as u64 * problem.head_dim.get() as u64).max(1);
+    let kv_fit = (CROSS_CHECK_KV_ELEMS / kv_head_elems).max(1) as usize;
+    if heads <= CROSS_CHECK_HEADS && heads.div_ceil(group) <= kv_fit {
         return (0..heads).collect();
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x4845_4144_5321);
-    let group = (problem.group() as usize).clamp(1, CROSS_CHECK_HEADS / 2);
-    let first = rng.random_range(0..heads / group) * group;
+    let whole = group.clamp(1, CROSS_CHECK_HEADS / 2);
+    let first = rng.random_range(0..heads / whole) * whole;
     let mut chosen: Vec<usize> = [0, heads - 1]
         .into_iter()
-        .chain(first..first + group)
+        .chain(first..first + whole)
         .collect();
     chosen.sort_unstable();
     chosen.dedup();
-    for h in sample(&mut rng, heads, CROSS_CHECK_HEADS) {
+    let mut kv: Vec<usize> = chosen.iter().map(|&bh| kv_of(bh)).collect();
+    kv.dedup();
+    for h in sample(&mut rng, heads, heads.min(4 * CROSS_CHECK_HEADS)) {
         if chosen.len() >= CROSS_CHECK_HEADS {
             break;
         }
-        if !chosen.contains(&h) {
-            chosen.push(h);
+        if chosen.contains(&h) {
+            continue;
         }
+        let new_kv = !kv.contains(&kv_of(h));
+        if new_kv && kv.len() >= kv_fit {
+            continue;
+        }
+        if new_kv {
+            kv.push(kv_of(h));
+        }
+        chosen.push(h);
     }
     chosen.sort_unstable();
     chosen
@@ -488,6 +508,47 @@ mod tests {
             "launches look at other heads: {}",
             seen.len()
         );
+    }
+
+    #[test]
+    fn a_cross_check_at_a_long_context_draws_a_bounded_number_of_kv_heads() {
+        let long = |b: u32, lk: u32| Problem {
+            kv_heads: Some(8),
+            align: evo_genome::MaskAlign::BottomRight,
+            ..problem(b, 32, 1, lk, HeadDim::D128, Dtype::F16, true)
+        };
+        // Lk 131072 at D128: 2^24 elements a K/V head, two fit the bound; the first,
+        // the last and a whole group may read a third. 32 heads, all of them read before.
+        let p = long(1, 131072);
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..20u64 {
+            let chosen = cross_check_heads(&p, seed);
+            let mut kv: Vec<usize> = chosen.iter().map(|&bh| p.kv_head(bh)).collect();
+            kv.dedup();
+            assert!(kv.len() <= 3, "{chosen:?} reads K/V heads {kv:?}");
+            assert!(chosen.contains(&0) && chosen.contains(&31), "{chosen:?}");
+            assert!(
+                (0..8).any(|g| (4 * g..4 * g + 4).all(|h| chosen.contains(&h))),
+                "{chosen:?}"
+            );
+            // Every query head of the K/V heads drawn is read: they cost nothing more.
+            let of_drawn: Vec<usize> = (0..32).filter(|&h| kv.contains(&p.kv_head(h))).collect();
+            assert_eq!(chosen, of_drawn);
+            seen.extend(kv);
+        }
+        assert_eq!(seen.len(), 8, "launches look at other K/V heads: {seen:?}");
+        // B64 Lk32768: eight K/V heads of 2^22 elements fit, of 512.
+        let p = long(64, 32768);
+        for seed in 0..20u64 {
+            let chosen = cross_check_heads(&p, seed);
+            let mut kv: Vec<usize> = chosen.iter().map(|&bh| p.kv_head(bh)).collect();
+            kv.dedup();
+            assert!(kv.len() <= 8, "{kv:?}");
+            assert!(chosen.contains(&0) && chosen.contains(&(64 * 32 - 1)));
+        }
+        // Where the K/V heads are small the bound does not bind: every head up to 32.
+        let short = long(1, 4096);
+        assert_eq!(cross_check_heads(&short, 3), (0..32).collect::<Vec<_>>());
     }
 
     #[test]
