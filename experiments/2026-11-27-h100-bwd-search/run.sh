@@ -1,7 +1,7 @@
 #!/bin/bash
 # Where a backward candidate's ~25 s goes at B2 H16 L4096 D128 (EVO_LOG=evo_gates=debug:
 # GREEN's and FAST's wall times, FAST's timed calls and their host checks apart), then
-# searches. Usage (repository root, one GPU): OUT=DIR bash experiments/2026-11-27-h100-bwd-search/run.sh STEP
+# the landscapes. Usage (repository root, one GPU): OUT=DIR bash experiments/2026-11-27-h100-bwd-search/run.sh STEP [PLAN]
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 R=$OUT/bwd; mkdir -p $R
@@ -23,11 +23,17 @@ verdicts)
   echo "verdicts exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
   tail -5 $R/verdicts.txt ;;
 landscape)
-  # Every valid Hopper backward genome at B2 H16 L4096 D128 (plan-d128.toml, the plan of
-  # experiments/2026-11-27-h100-bwd-d256 run l1); resumable with the same --out.
+  # Every valid Hopper backward genome of plan-$2.toml: d128 (B2 H16 L4096 D128, the plan
+  # of experiments/2026-11-27-h100-bwd-d256 run l1) or d64 (B4 H16 L1024 D64). A run
+  # resumes from the landscape recorded here (l1/landscape-$2) when there is one, and
+  # from its own folder when rerun with the same OUT.
+  L=$R/landscape-$2
+  if [ ! -d $L ] && [ -d experiments/2026-11-27-h100-bwd-search/l1/landscape-$2 ]; then
+    cp -r experiments/2026-11-27-h100-bwd-search/l1/landscape-$2 $L
+  fi
   s=$(date +%s)
-  target/release/evo landscape --plan experiments/2026-11-27-h100-bwd-search/plan-d128.toml \
-    --out $R/landscape-d128 > $R/landscape.txt 2>&1
-  echo "landscape exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
-  tail -12 $R/landscape.txt ;;
+  target/release/evo landscape --plan experiments/2026-11-27-h100-bwd-search/plan-$2.toml \
+    --out $L ${LANDSCAPE_ARGS:-} >> $R/landscape-$2.txt 2>&1
+  echo "landscape $2 exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
+  tail -12 $R/landscape-$2.txt ;;
 esac
