@@ -25,14 +25,18 @@ use half::{bf16, f16};
 use std::path::Path;
 use std::sync::Arc;
 
+mod grad;
 pub mod reference;
 
 /// `softmax(q kᵀ / sqrt(D) + mask) v` by an export's champions; `causal` masks key `j`
 /// from query `i` when `j > i` (top-left aligned, as PyTorch's `is_causal`).
 #[derive(Clone)]
 pub struct EvoAttention {
-    champions: Arc<Champions>,
-    causal: bool,
+    pub(crate) champions: Arc<Champions>,
+    pub(crate) causal: bool,
+    /// Plain for every op a caller makes; `forward` makes the tracked one, and its
+    /// backward the backward one (src/grad.rs).
+    pub(crate) role: grad::Role,
 }
 
 impl EvoAttention {
@@ -45,7 +49,11 @@ impl EvoAttention {
     /// One loaded export can serve several ops (causal and not): the runtime keeps the
     /// kernels it loaded, per GPU, for all of them.
     pub fn new(champions: Arc<Champions>, causal: bool) -> EvoAttention {
-        EvoAttention { champions, causal }
+        EvoAttention {
+            champions,
+            causal,
+            role: grad::Role::Plain,
+        }
     }
 
     pub fn champions(&self) -> &Champions {
@@ -66,26 +74,41 @@ impl EvoAttention {
     }
 
     /// Runs the op: `q` is `[B, H, Lq, D]`, `k` and `v` are `[B, H, Lk, D]`; the output
-    /// has `q`'s shape and dtype. No gradient: the export has forward kernels only.
+    /// has `q`'s shape and dtype. When candle tracks any of the three (a `Var`, or a
+    /// tensor computed from one), the call is differentiable: it runs the champion's
+    /// lse twin and keeps the log-sum-exp, and `backward()` computes dQ, dK and dV with
+    /// the export's backward kernel (src/grad.rs). Otherwise it runs the plain champion.
     pub fn forward(&self, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Tensor> {
-        q.apply_op3_no_bwd(k, v, self)
+        if q.track_op() || k.track_op() || v.track_op() {
+            let lse = Arc::new(std::sync::Mutex::new(grad::Lse::NotYet));
+            let tracked = EvoAttention {
+                role: grad::Role::Tracked(lse),
+                ..self.clone()
+            };
+            q.apply_op3(k, v, tracked)
+        } else {
+            q.apply_op3_no_bwd(k, v, self)
+        }
     }
 
-    fn cuda_fwd_typed<T: CudaDType + DeviceRepr>(
+    /// O of `p` into a new buffer on candle's stream, and each row's log-sum-exp into
+    /// `lse` (fp32 `[B, H, Lq]`, device memory) when it is some.
+    pub(crate) fn cuda_fwd_typed<T: CudaDType + DeviceRepr>(
         &self,
         p: &Problem,
         q: (&CudaStorage, &Layout),
         k: (&CudaStorage, &Layout),
         v: (&CudaStorage, &Layout),
+        lse: Option<u64>,
     ) -> Result<CudaStorage> {
         // candle has checked that the three are on one device before calling the op.
         let device = q.0.device();
         let stream = device.cuda_stream();
         // A contiguous tensor may still start inside its buffer (a `narrow` of the batch):
         // the kernels take the address of its first element.
-        let q_view = q.0.as_cuda_slice::<T>()?.slice(q.1.start_offset()..);
-        let k_view = k.0.as_cuda_slice::<T>()?.slice(k.1.start_offset()..);
-        let v_view = v.0.as_cuda_slice::<T>()?.slice(v.1.start_offset()..);
+        let q_view = grad::view::<T>(q.0, q.1)?;
+        let k_view = grad::view::<T>(k.0, k.1)?;
+        let v_view = grad::view::<T>(v.0, v.1)?;
         // SAFETY: the champion writes every element of O (kernels/ABI.md), and if the
         // call fails the buffer is dropped unread, so its first contents never show.
         let mut o = unsafe { device.alloc::<T>(q.1.shape().elem_count()) }?;
@@ -111,8 +134,12 @@ impl EvoAttention {
             // is candle's); q, k and v are only read and o is ours until returned, so no
             // other work writes them during the call. The runtime checks each address
             // is device memory with room for `p`.
-            unsafe { self.champions.forward(p, &buffers, raw_stream.cast()) }
-                .map_err(|e| Error::msg(format!("evo attention on {}: {e}", p.spec())))?;
+            // `lse`, when given, is the caller's buffer of B·H·Lq floats on this device.
+            unsafe {
+                self.champions
+                    .forward_with_lse(p, &buffers, lse, raw_stream.cast())
+            }
+            .map_err(|e| Error::msg(format!("evo attention on {}: {e}", p.spec())))?;
         }
         Ok(CudaStorage::wrap_cuda_slice(o, device.clone()))
     }
@@ -120,7 +147,10 @@ impl EvoAttention {
 
 impl CustomOp3 for EvoAttention {
     fn name(&self) -> &'static str {
-        "evo-attention"
+        match self.role {
+            grad::Role::Backward(_) => "evo-attention-backward",
+            _ => "evo-attention",
+        }
     }
 
     fn cpu_fwd(
@@ -152,11 +182,41 @@ impl CustomOp3 for EvoAttention {
             self.causal,
         )?;
         let (q, k, v) = ((q, q_l), (k, k_l), (v, v_l));
-        let o = match p.dtype {
-            Dtype::F16 => self.cuda_fwd_typed::<f16>(&p, q, k, v)?,
-            Dtype::Bf16 => self.cuda_fwd_typed::<bf16>(&p, q, k, v)?,
-        };
-        Ok((o, q_l.shape().clone()))
+        match (&self.role, p.dtype) {
+            (grad::Role::Plain, Dtype::F16) => Ok((
+                self.cuda_fwd_typed::<f16>(&p, q, k, v, None)?,
+                q_l.shape().clone(),
+            )),
+            (grad::Role::Plain, Dtype::Bf16) => Ok((
+                self.cuda_fwd_typed::<bf16>(&p, q, k, v, None)?,
+                q_l.shape().clone(),
+            )),
+            (grad::Role::Tracked(lse), _) => Ok((
+                grad::tracked_forward(self, &p, q, k, v, lse)?,
+                q_l.shape().clone(),
+            )),
+            (grad::Role::Backward(of), dtype) => {
+                let all = match dtype {
+                    Dtype::F16 => grad::backward_typed::<f16>(self, of, &p, q, k, v)?,
+                    Dtype::Bf16 => grad::backward_typed::<bf16>(self, of, &p, q, k, v)?,
+                };
+                Ok((all, Shape::from(p.q_elems() + 2 * p.kv_elems())))
+            }
+        }
+    }
+
+    fn bwd(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        o: &Tensor,
+        grad_o: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        match &self.role {
+            grad::Role::Tracked(lse) => grad::gradients(self, lse, [q, k, v], o, grad_o),
+            _ => Err(Error::BackwardNotSupported { op: self.name() }),
+        }
     }
 }
 
@@ -329,6 +389,11 @@ mod tests {
         let op = EvoAttention::open(dir.path(), false).unwrap();
         let t = Tensor::zeros((1, 8, 16, 64), DType::F16, &Device::Cpu).unwrap();
         let e = op.forward(&t, &t, &t).unwrap_err();
+        assert!(e.to_string().contains("CUDA kernels only"), "{e}");
+        // Tracked by autograd (the differentiable op), the same refusal.
+        let var = candle_core::Var::from_tensor(&t).unwrap();
+        assert!(var.as_tensor().track_op());
+        let e = op.forward(var.as_tensor(), &t, &t).unwrap_err();
         assert!(e.to_string().contains("CUDA kernels only"), "{e}");
     }
 

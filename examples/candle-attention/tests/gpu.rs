@@ -126,3 +126,101 @@ fn every_head_dim_of_the_export_runs_and_no_other() {
         );
     }
 }
+
+/// GREEN's backward limits (crates/gates/src/backward/green.rs, `BackwardTolerance`):
+/// relative Frobenius, and the largest error relative to the largest |reference|.
+fn backward_limits(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F16 => (1.5e-3, 3e-3),
+        _ => (1.2e-2, 2.5e-2),
+    }
+}
+
+/// Under candle's autograd the op's dQ, dK and dV (the export's backward kernels) are
+/// candle's own f32 attention's gradients within GREEN's backward limits, at every head
+/// dim the export has a backward for, both dtypes, causal and not, with Lq ≠ Lk; the
+/// same op on untracked tensors still runs (the plain champion).
+#[test]
+fn tracked_calls_have_the_gradients_of_candles_attention() {
+    use candle_core::Var;
+    let champions = champions();
+    let dims: std::collections::BTreeSet<u32> = champions
+        .export()
+        .manifest()
+        .backward
+        .iter()
+        .map(|b| b.head_dim)
+        .collect();
+    assert!(!dims.is_empty(), "the export has no backward kernels");
+    let device = Device::new_cuda(0).unwrap();
+    for &d in &dims {
+        for dtype in [DType::F16, DType::BF16] {
+            for causal in [false, true] {
+                let what = format!("D{d} {dtype:?} causal {causal}");
+                let (q, k, v) = (
+                    randn(&device, (1, 4, 200, d as usize), dtype),
+                    randn(&device, (1, 4, 333, d as usize), dtype),
+                    randn(&device, (1, 4, 333, d as usize), dtype),
+                );
+                // The upstream gradient, as the op sees it (rounded to the dtype).
+                let w = randn(&device, (1, 4, 200, d as usize), dtype);
+                let (qv, kv, vv) = (
+                    Var::from_tensor(&q).unwrap(),
+                    Var::from_tensor(&k).unwrap(),
+                    Var::from_tensor(&v).unwrap(),
+                );
+                let op = EvoAttention::new(champions.clone(), causal);
+                let o = op
+                    .forward(qv.as_tensor(), kv.as_tensor(), vv.as_tensor())
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let loss = (o.to_dtype(DType::F32).unwrap() * w.to_dtype(DType::F32).unwrap())
+                    .unwrap()
+                    .sum_all()
+                    .unwrap();
+                let grads = loss.backward().unwrap_or_else(|e| panic!("{what}: {e}"));
+                // The reference: the same values in f32, through candle's attention.
+                let f32_var =
+                    |t: &Tensor| Var::from_tensor(&t.to_dtype(DType::F32).unwrap()).unwrap();
+                let (qf, kf, vf) = (f32_var(&q), f32_var(&k), f32_var(&v));
+                let of =
+                    reference::attention(qf.as_tensor(), kf.as_tensor(), vf.as_tensor(), causal)
+                        .unwrap();
+                let ref_grads = (of * w.to_dtype(DType::F32).unwrap())
+                    .unwrap()
+                    .sum_all()
+                    .unwrap()
+                    .backward()
+                    .unwrap();
+                let (rel_limit, max_limit) = backward_limits(dtype);
+                for (name, got, want) in [
+                    ("dQ", qv.as_tensor(), qf.as_tensor()),
+                    ("dK", kv.as_tensor(), kf.as_tensor()),
+                    ("dV", vv.as_tensor(), vf.as_tensor()),
+                ] {
+                    let got = grads
+                        .get(got)
+                        .unwrap_or_else(|| panic!("{what}: no {name}"));
+                    let want = ref_grads.get(want).unwrap();
+                    assert_eq!(got.dtype(), dtype, "{what}: {name}");
+                    assert_eq!(got.dims(), want.dims(), "{what}: {name}");
+                    let (max_abs, rel_frob) = reference::errors(got, want).unwrap();
+                    let scale = want
+                        .abs()
+                        .unwrap()
+                        .max_all()
+                        .unwrap()
+                        .to_scalar::<f32>()
+                        .unwrap() as f64;
+                    eprintln!("{what} {name}: max abs {max_abs:e} of {scale:e}, relative Frobenius {rel_frob:e}");
+                    assert!(
+                        rel_frob <= rel_limit && max_abs <= max_limit * scale,
+                        "{what} {name}: max abs {max_abs:e} of {scale:e}, relative Frobenius {rel_frob:e}"
+                    );
+                }
+                // Untracked, the same op runs the plain champion.
+                op.forward(&q, &k, &v)
+                    .unwrap_or_else(|e| panic!("{what} untracked: {e}"));
+            }
+        }
+    }
+}
