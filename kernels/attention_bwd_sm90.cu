@@ -41,6 +41,14 @@
 #ifndef EVO_BENCH_SKIP
 #define EVO_BENCH_SKIP 0
 #endif
+// An experiment the host does not set yet (kernels/NOTES.md §18, "What FlashAttention-3's
+// backward does"): 1 has each producer thread arrive on a stage's mbarrier by
+// cp.async.mbarrier.arrive.noinc, so that the stage completes when its copies land,
+// instead of signalling stage i after issuing stage i + 1; the consumers then make the
+// copies visible to wgmma with a proxy fence after their wait.
+#ifndef EVO_STAGE_ARRIVE
+#define EVO_STAGE_ARRIVE 0
+#endif
 
 // ============================================================ 1. configuration
 

@@ -129,12 +129,15 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     const int tid = threadIdx.x;
     copy_tile<kBN>(sm.k(), K + (size_t)kvh * Lk * kD, n0, Lk, tid);
     copy_tile<kBN>(sm.v(), V + (size_t)kvh * Lk * kD, n0, Lk, tid);
-    cp_async_commit();
+    // EVO_STAGE_ARRIVE: each stage completes when every producer thread's copies into
+    // it have landed (the barriers count 128 arrivals), with no lag.
+    if constexpr (EVO_STAGE_ARRIVE) cp_async_mbar_arrive(sm.kv_full());
+    else cp_async_commit();
     // With two or more stages an item's copies are waited for only after the next
     // item's are issued (two groups in flight); one stage cannot wait for a free
     // stage before signalling the last, so it waits at once.
-    constexpr bool kLag = kStages > 1;
-    if (!kLag) {
+    constexpr bool kLag = kStages > 1 && !EVO_STAGE_ARRIVE;
+    if (!kLag && !EVO_STAGE_ARRIVE) {
       cp_async_wait<0>();
       fence_async_proxy();
       mbar_arrive(sm.kv_full());
@@ -148,6 +151,10 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
         copy_tile<kBM>(sm.d_o(s), dO + (size_t)bh * Lq * kD, m0, Lq, tid);
         copy_vec<kBM>(sm.stats(s), lse + (size_t)bh * Lq, m0, Lq, tid);
         copy_vec<kBM>(sm.stats(s) + kBM * 4, dpsum + (size_t)bh * Lq, m0, Lq, tid);
+      }
+      if constexpr (EVO_STAGE_ARRIVE) {
+        cp_async_mbar_arrive(sm.q_full(s));
+        continue;
       }
       cp_async_commit();
       if (kLag) {
@@ -184,6 +191,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
   for (int x = 0; x < kDsW / 2; ++x) dv[x] = dk[x] = 0.0f;
 
   if (items > 0) mbar_wait(sm.kv_full(), 0);
+  if constexpr (EVO_STAGE_ARRIVE) fence_async_proxy();  // the copies, for wgmma
   const uint32_t k_wg = sm.k() + kg * 64 * kRowBytes, v_wg = sm.v() + kg * 64 * kRowBytes;
   // B of dV and dK: the stage's 64-column blocks of this warpgroup's columns.
   const uint32_t grad_cols = (c_off / 64) * kBM * kRowBytes;
@@ -191,6 +199,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     const int s = i % kStages;
     const int bh = item_bh(i), m0 = item_m0(i);
     mbar_wait(sm.q_full(s), (i / kStages) & 1);
+    if constexpr (EVO_STAGE_ARRIVE) fence_async_proxy();
     const uint32_t sq = sm.q(s), sdo = sm.d_o(s);
     const float* const s_lse =
         reinterpret_cast<const float*>(gbase + (sm.stats(s) - base)) + q_off;

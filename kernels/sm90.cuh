@@ -62,6 +62,11 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool in
                "r"(in_bounds ? 4 : 0)
                : "memory");
 }
+// An arrival on `bar` once every cp.async this thread issued before it has completed
+// (.noinc: it is one of the barrier's expected arrivals, not an added one).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }

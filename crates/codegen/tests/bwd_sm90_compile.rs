@@ -161,3 +161,69 @@ fn fa3_bwd_compiles_without_spills_at_d64_d96_d128() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The stage-arrive experiment (`EVO_STAGE_ARRIVE`, kernels/NOTES.md §18), which the host
+/// does not define yet: each producer thread arrives on a stage's mbarrier when its copies
+/// land (`cp.async.mbarrier.arrive.noinc`), with no lag. It compiles without spills for
+/// fa3-bwd at D64, D96 and D128, at two stages, and at D64 with 128-row steps and two
+/// stages (FlashAttention-3's D64 tile), and the lagged signal is gone from its producer.
+#[test]
+fn the_stage_arrive_experiment_compiles_without_spills() {
+    let tc = toolchain();
+    let g = fa3_bwd();
+    assert_eq!(
+        defines(&g, HeadDim::D128, Dtype::F16).get("EVO_STAGE_ARRIVE"),
+        None
+    );
+    let two = Genome {
+        stages: Stages::S2,
+        ..g
+    };
+    let d64_tile = Genome {
+        block_m: Tile::T128,
+        ..two
+    };
+    let jobs = [
+        (g, HeadDim::D64),
+        (g, HeadDim::D96),
+        (g, HeadDim::D128),
+        (two, HeadDim::D128),
+        (d64_tile, HeadDim::D64),
+    ];
+    let mut problems = Vec::new();
+    for (g, d) in jobs {
+        let what = format!("{} D{d}", g.summary());
+        let mut defs = defines(&g, d, Dtype::F16);
+        defs.0.push(("EVO_STAGE_ARRIVE".into(), "1".into()));
+        let (path, text) = template_for(&g);
+        let c = match compile_source(tc, path, text, &defs, &genome_options(&g, Target::Sm90)) {
+            Ok(c) => c,
+            Err(e) => {
+                problems.push(format!("{what}: {e}"));
+                continue;
+            }
+        };
+        if !c
+            .ptx
+            .contains("cp.async.mbarrier.arrive.noinc.shared::cta.b64")
+        {
+            problems.push(format!("{what}: no cp.async arrival on the stages"));
+        }
+        // The lagged form waits for all but the last group; nothing waits so here.
+        if c.ptx.contains("cp.async.wait_group 1;") {
+            problems.push(format!("{what}: the producer still lags"));
+        }
+        if c.log.contains("C7512") {
+            problems.push(format!("{what}: ptxas serialises the wgmmas (C7512)"));
+        }
+        for k in &c.report.kernels {
+            if k.spill_stores + k.spill_loads > 0 {
+                problems.push(format!(
+                    "{what}: {} spills {} + {} bytes ({} registers)",
+                    k.name, k.spill_stores, k.spill_loads, k.registers
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
