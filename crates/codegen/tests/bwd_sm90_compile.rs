@@ -138,11 +138,6 @@ fn fa3_bwd_compiles_without_spills_at_d64_d96_d128() {
         if !adds {
             problems.push(format!("{what}: dQ ({}) has no float adds", g.dq_mode));
         }
-        // ptxas serialises the wgmmas when an in-flight one's registers cannot be kept
-        // apart (C7512): the kernel still works, at a fraction of its speed.
-        if c.log.contains("C7512") {
-            problems.push(format!("{what}: ptxas serialises the wgmmas (C7512)"));
-        }
         match c.report.kernel(ENTRY_BWD) {
             None => problems.push(format!("{what}: no ptxas report for {ENTRY_BWD}")),
             Some(k) => eprintln!(
@@ -150,14 +145,7 @@ fn fa3_bwd_compiles_without_spills_at_d64_d96_d128() {
                 k.registers, k.spill_stores, k.spill_loads
             ),
         }
-        for k in &c.report.kernels {
-            if k.spill_stores + k.spill_loads > 0 {
-                problems.push(format!(
-                    "{what}: {} spills {} + {} bytes ({} registers)",
-                    k.name, k.spill_stores, k.spill_loads, k.registers
-                ));
-            }
-        }
+        check_registers(&what, &c, &mut problems);
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -213,17 +201,24 @@ fn the_stage_arrive_experiment_compiles_without_spills() {
         if c.ptx.contains("cp.async.wait_group 1;") {
             problems.push(format!("{what}: the producer still lags"));
         }
-        if c.log.contains("C7512") {
-            problems.push(format!("{what}: ptxas serialises the wgmmas (C7512)"));
-        }
-        for k in &c.report.kernels {
-            if k.spill_stores + k.spill_loads > 0 {
-                problems.push(format!(
-                    "{what}: {} spills {} + {} bytes ({} registers)",
-                    k.name, k.spill_stores, k.spill_loads, k.registers
-                ));
-            }
-        }
+        check_registers(&what, &c, &mut problems);
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What ptxas says of the registers: no kernel spills, and no wgmma serialised because
+/// an in-flight one's registers could not be kept apart (C7512: the kernel still works,
+/// at a fraction of its speed).
+fn check_registers(what: &str, c: &Compiled, problems: &mut Vec<String>) {
+    if c.log.contains("C7512") {
+        problems.push(format!("{what}: ptxas serialises the wgmmas (C7512)"));
+    }
+    for k in &c.report.kernels {
+        if k.spill_stores + k.spill_loads > 0 {
+            problems.push(format!(
+                "{what}: {} spills {} + {} bytes ({} registers)",
+                k.name, k.spill_stores, k.spill_loads, k.registers
+            ));
+        }
+    }
 }
