@@ -22,6 +22,24 @@ verdicts)
   target/gates-tests backward::gpu_tests --test-threads=1 --nocapture > $R/verdicts.txt 2>&1
   echo "verdicts exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
   tail -5 $R/verdicts.txt ;;
+arrive)
+  # The stage-arrive experiment (kernels/NOTES.md §18; arrive/): GREEN over the default
+  # suite and FAST on the anchors rows for fa3-bwd and its two-stage form (the lagged
+  # producer) beside the same two with EVO_STAGE_ARRIVE, one binary, one GPU; then
+  # racecheck and synccheck on the two experiment modules.
+  A=experiments/2026-11-27-h100-bwd-search/arrive
+  s=$(date +%s)
+  target/release/evo gate genomes/fa3-bwd.toml $A/fa3-bwd-s2.toml --source $A/fa3-bwd-arrive.cu \
+    --source $A/fa3-bwd-arrive-s2.cu --time anchors > $R/arrive.txt 2>&1
+  echo "arrive exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
+  for tool in racecheck synccheck; do
+    compute-sanitizer --tool $tool target/release/evo gate --source $A/fa3-bwd-arrive.cu \
+      --source $A/fa3-bwd-arrive-s2.cu --suite experiments/2026-11-27-h100-bwd-d256/sanitize.toml \
+      --drawn 0 --time none > $R/arrive-$tool.txt 2>&1
+    echo "arrive $tool exit $?" | tee -a $R/info.txt
+    tail -3 $R/arrive-$tool.txt
+  done
+  tail -30 $R/arrive.txt ;;
 landscape)
   # Every valid Hopper backward genome of plan-$2.toml: d128 (B2 H16 L4096 D128, the plan
   # of experiments/2026-11-27-h100-bwd-d256 run l1) or d64 (B4 H16 L1024 D64). A run
