@@ -105,8 +105,7 @@ pub const CROSS_CHECK_KV_ELEMS: u64 = 1 << 25;
 pub fn cross_check_heads(problem: &Problem, seed: u64) -> Vec<usize> {
     let heads = (problem.batch * problem.heads) as usize;
     let group = problem.group() as usize;
-    // The (b, K/V head) a query head reads, and how many of them fit the bound.
-    let kv_of = |bh: usize| problem.kv_head(bh);
+    // How many (b, K/V head) fit the bound ([`Problem::kv_head`]: the one a query head reads).
     let kv_head_elems = (problem.kv_len as u64 * problem.head_dim.get() as u64).max(1);
     let kv_fit = (CROSS_CHECK_KV_ELEMS / kv_head_elems).max(1) as usize;
     if heads <= CROSS_CHECK_HEADS && heads.div_ceil(group) <= kv_fit {
@@ -121,7 +120,7 @@ pub fn cross_check_heads(problem: &Problem, seed: u64) -> Vec<usize> {
         .collect();
     chosen.sort_unstable();
     chosen.dedup();
-    let mut kv: Vec<usize> = chosen.iter().map(|&bh| kv_of(bh)).collect();
+    let mut kv: Vec<usize> = chosen.iter().map(|&bh| problem.kv_head(bh)).collect();
     kv.dedup();
     for h in sample(&mut rng, heads, heads.min(4 * CROSS_CHECK_HEADS)) {
         if chosen.len() >= CROSS_CHECK_HEADS {
@@ -130,12 +129,13 @@ pub fn cross_check_heads(problem: &Problem, seed: u64) -> Vec<usize> {
         if chosen.contains(&h) {
             continue;
         }
-        let new_kv = !kv.contains(&kv_of(h));
+        let kv_h = problem.kv_head(h);
+        let new_kv = !kv.contains(&kv_h);
         if new_kv && kv.len() >= kv_fit {
             continue;
         }
         if new_kv {
-            kv.push(kv_of(h));
+            kv.push(kv_h);
         }
         chosen.push(h);
     }
