@@ -23,7 +23,8 @@ verdicts)
   echo "verdicts exit $? after $(( $(date +%s) - s )) s" | tee -a $R/info.txt
   tail -5 $R/verdicts.txt ;;
 arrive)
-  # The stage-arrive experiment (kernels/NOTES.md §18; arrive/): GREEN over the default
+  # The stage-arrive experiment (kernels/NOTES.md §18; arrive/; the lagged producer exists
+  # only up to f13f752, the fix is the only producer after it): GREEN over the default
   # suite and FAST on the anchors rows for fa3-bwd and its two-stage form (the lagged
   # producer) beside the same two with EVO_STAGE_ARRIVE, one binary, one GPU; then
   # racecheck and synccheck on the two experiment modules.
