@@ -20,7 +20,8 @@
 // warpgroups, each holding half the columns of their dK and dV: FlashAttention-3's D256
 // split); K and V stay in shared memory, dK and dV in the warpgroups' registers. A producer warpgroup streams the query blocks that see
 // those keys (Q, dO, lse, dpsum) through a ring of STAGES mbarrier-guarded buffers with
-// cp.async. Per query block each consumer warpgroup computes S^T = K Q^T and
+// cp.async, each stage complete when its copies land (cp.async.mbarrier.arrive.noinc).
+// Per query block each consumer warpgroup computes S^T = K Q^T and
 // dP^T = V dO^T (wgmma, keys as M), P^T and dS^T in registers, dV += P^T dO and
 // dK += dS^T Q (wgmma with P^T / dS^T as the register A operand), leaves dS^T in shared
 // memory, and after a barrier of the consumers computes its share of dQ = dS K (wgmma,
@@ -41,15 +42,6 @@
 #ifndef EVO_BENCH_SKIP
 #define EVO_BENCH_SKIP 0
 #endif
-// An experiment the host does not set yet (kernels/NOTES.md §18, "What FlashAttention-3's
-// backward does"): 1 has each producer thread arrive on a stage's mbarrier by
-// cp.async.mbarrier.arrive.noinc, so that the stage completes when its copies land,
-// instead of signalling stage i after issuing stage i + 1; the consumers then make the
-// copies visible to wgmma with a proxy fence after their wait.
-#ifndef EVO_STAGE_ARRIVE
-#define EVO_STAGE_ARRIVE 0
-#endif
-
 // ============================================================ 1. configuration
 
 namespace evo {

@@ -129,19 +129,10 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     const int tid = threadIdx.x;
     copy_tile<kBN>(sm.k(), K + (size_t)kvh * Lk * kD, n0, Lk, tid);
     copy_tile<kBN>(sm.v(), V + (size_t)kvh * Lk * kD, n0, Lk, tid);
-    // EVO_STAGE_ARRIVE: each stage completes when every producer thread's copies into
-    // it have landed (the barriers count 128 arrivals), with no lag.
-    if constexpr (EVO_STAGE_ARRIVE) cp_async_mbar_arrive(sm.kv_full());
-    else cp_async_commit();
-    // With two or more stages an item's copies are waited for only after the next
-    // item's are issued (two groups in flight); one stage cannot wait for a free
-    // stage before signalling the last, so it waits at once.
-    constexpr bool kLag = kStages > 1 && !EVO_STAGE_ARRIVE;
-    if (!kLag && !EVO_STAGE_ARRIVE) {
-      cp_async_wait<0>();
-      fence_async_proxy();
-      mbar_arrive(sm.kv_full());
-    }
+    // Each stage (and K/V) completes when every producer thread's copies into it have
+    // landed: each thread arrives by cp.async.mbarrier.arrive.noinc (the barriers count
+    // 128 arrivals), so nothing waits on the next stage's issue (kernels/NOTES.md §18).
+    cp_async_mbar_arrive(sm.kv_full());
     for (int i = 0; i < items; ++i) {
       const int s = i % kStages;
       mbar_wait(sm.q_empty(s), ((i / kStages) & 1) ^ 1);
@@ -152,25 +143,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
         copy_vec<kBM>(sm.stats(s), lse + (size_t)bh * Lq, m0, Lq, tid);
         copy_vec<kBM>(sm.stats(s) + kBM * 4, dpsum + (size_t)bh * Lq, m0, Lq, tid);
       }
-      if constexpr (EVO_STAGE_ARRIVE) {
-        cp_async_mbar_arrive(sm.q_full(s));
-        continue;
-      }
-      cp_async_commit();
-      if (kLag) {
-        cp_async_wait<1>();
-        fence_async_proxy();
-        mbar_arrive(i == 0 ? sm.kv_full() : sm.q_full((i - 1) % kStages));
-      } else {
-        cp_async_wait<0>();
-        fence_async_proxy();
-        mbar_arrive(sm.q_full(s));
-      }
-    }
-    cp_async_wait<0>();
-    if (kLag) {
-      fence_async_proxy();
-      mbar_arrive(items == 0 ? sm.kv_full() : sm.q_full((items - 1) % kStages));
+      cp_async_mbar_arrive(sm.q_full(s));
     }
     return;
   }
@@ -190,8 +163,9 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
 #pragma unroll
   for (int x = 0; x < kDsW / 2; ++x) dv[x] = dk[x] = 0.0f;
 
+  // The copies landed by cp.async (the generic proxy); wgmma reads them (the async one).
   if (items > 0) mbar_wait(sm.kv_full(), 0);
-  if constexpr (EVO_STAGE_ARRIVE) fence_async_proxy();  // the copies, for wgmma
+  fence_async_proxy();
   const uint32_t k_wg = sm.k() + kg * 64 * kRowBytes, v_wg = sm.v() + kg * 64 * kRowBytes;
   // B of dV and dK: the stage's 64-column blocks of this warpgroup's columns.
   const uint32_t grad_cols = (c_off / 64) * kBM * kRowBytes;
@@ -199,7 +173,7 @@ extern "C" __global__ void __launch_bounds__(evo::kThreads, 1)
     const int s = i % kStages;
     const int bh = item_bh(i), m0 = item_m0(i);
     mbar_wait(sm.q_full(s), (i / kStages) & 1);
-    if constexpr (EVO_STAGE_ARRIVE) fence_async_proxy();
+    fence_async_proxy();
     const uint32_t sq = sm.q(s), sdo = sm.d_o(s);
     const float* const s_lse =
         reinterpret_cast<const float*>(gbase + (sm.stats(s) - base)) + q_off;
