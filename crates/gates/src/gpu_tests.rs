@@ -187,25 +187,35 @@ fn hand_written_kernels_get_their_expected_verdicts() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The genome files of the repository's folders `dirs` whose genomes are of `pass`, as
+/// kernel sources, in the order of their paths.
+pub(crate) fn genome_sources(dirs: &[&str], pass: Pass) -> Vec<KernelSource> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        for e in std::fs::read_dir(repo().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                paths.push(p);
+            }
+        }
+    }
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| GenomeFile::load(p).unwrap())
+        .filter(|f| f.genes.pass() == pass)
+        .map(|f| KernelSource::Genome {
+            name: f.name,
+            genome: f.genes,
+        })
+        .collect()
+}
+
 #[test]
 fn named_genomes_pass_green() {
     let (device, tc, target) = setup();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo().join("genomes"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
-    let sources: Vec<KernelSource> = paths
-        .iter()
-        .map(|p| {
-            let f = GenomeFile::load(p).unwrap();
-            KernelSource::Genome {
-                name: f.name,
-                genome: f.genes,
-            }
-        })
-        .collect();
+    // The backward genomes' GREEN is the backward's (backward::gpu_tests).
+    let sources = genome_sources(&["genomes"], Pass::Forward);
     let failed: Vec<String> = green_over_default(
         &device,
         &tc,
