@@ -59,7 +59,7 @@ fn named_and_champion_backward_genomes_pass_green() {
     let cases = full_cases(GreenSuite::Default.cases(), GREEN_SEED);
     let problems: Vec<Problem> = cases.iter().map(|c| c.problem).collect();
     let built = compile_all(&tc, &sources, &variants_for(&problems), target);
-    let mut references = super::green::BackwardReferences::default();
+    let mut references = BackwardReferences::default();
     let mut failed = Vec::new();
     let mut covered: Vec<HeadDim> = Vec::new();
     for (source, built) in sources.iter().zip(&built) {
